@@ -1,0 +1,27 @@
+# tinylet — top-level targets. Pieces owned by one concern live in mk/*.mk.
+#   make demo        run the agent on a private containerd with an example pod
+#   make test        the whole host test suite (starts its own containerd)
+#   make cross-test  static aarch64 + armv7 builds, unit tests under qemu
+#   make bench       performance numbers (CRI latency, RSS, CPU, sizes)
+#   make static TARGET=aarch64-unknown-linux-musl
+#   make release     per-target tarballs in dist/
+
+CARGO ?= cargo
+.DEFAULT_GOAL := build
+
+.PHONY: build test lint fmt
+build:
+	$(CARGO) build --release
+
+# lint first: it is cheap and catches most mistakes before the slow tests run.
+test: lint
+	$(CARGO) test --all-targets -- --test-threads=2
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --all-targets -- -D warnings
+
+fmt:
+	$(CARGO) fmt --all
+
+include $(wildcard mk/*.mk)

@@ -1,0 +1,1 @@
+//! The agent: sync loop, per-pod workers, poll-based PLEG, crash-loop backoff.

@@ -1,0 +1,113 @@
+//! The `tinylet` subcommands. Each lives in its own file; this file only dispatches and
+//! owns what they share: error/exit-code conventions and config loading.
+//!
+//! Exit codes: 0 success, 1 the operation failed, 2 usage error (bad arguments or bad
+//! input file), 3 the named object does not exist.
+
+pub mod args;
+
+use crate::config::{Config, DEFAULT_CONFIG_PATH};
+use args::Args;
+use std::path::PathBuf;
+
+/// An error to print on stderr, with the exit code it maps to.
+#[derive(Debug)]
+pub struct CliError {
+    pub code: i32,
+    pub msg: String,
+}
+
+impl CliError {
+    pub fn usage(msg: impl Into<String>) -> Self {
+        CliError {
+            code: 2,
+            msg: msg.into(),
+        }
+    }
+    pub fn failed(msg: impl Into<String>) -> Self {
+        CliError {
+            code: 1,
+            msg: msg.into(),
+        }
+    }
+    pub fn not_found(msg: impl Into<String>) -> Self {
+        CliError {
+            code: 3,
+            msg: msg.into(),
+        }
+    }
+}
+
+/// Options every subcommand accepts.
+pub const GLOBAL_VALUE_OPTS: &[&str] = &["config", "state-dir"];
+
+const USAGE: &str = "usage: tinylet <command> [options]
+
+commands:
+  run                      run the agent
+  apply -f FILE|-          create or update a pod, configmap or secret
+  delete pod|configmap|secret NS/NAME
+  get pods|pod NS/NAME|node [-o json]
+  logs NS/NAME [-c C] [--previous] [-f]
+  exec NS/NAME [-c C] -- CMD...
+  cri version|pods|ps|images|imagefs   talk to the runtime directly (like crictl)
+  check-config FILE        validate a config and print the effective values
+  version                  print the version
+
+options for every command:
+  --config FILE            config file (default /etc/tinylet/config.json)
+  --state-dir DIR          override the config's stateDir
+";
+
+/// Runs the command line `args` (without the program name); returns the exit code.
+pub fn main(args: Vec<String>) -> i32 {
+    init_logging();
+    let Some((cmd, rest)) = args.split_first() else {
+        eprint!("{USAGE}");
+        return 2;
+    };
+    let result = match cmd.as_str() {
+        "version" | "--version" | "-V" => {
+            println!("tinylet {}", env!("CARGO_PKG_VERSION"));
+            Ok(())
+        }
+        "help" | "--help" | "-h" => {
+            print!("{USAGE}");
+            Ok(())
+        }
+        other => Err(CliError::usage(format!(
+            "unknown command {other:?}\n{USAGE}"
+        ))),
+    };
+    let _ = rest;
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: {}", e.msg);
+            e.code
+        }
+    }
+}
+
+/// Logs go to stderr through env_logger; RUST_LOG overrides the default level.
+fn init_logging() {
+    let env = env_logger::Env::default().default_filter_or("warn");
+    let _ = env_logger::Builder::from_env(env)
+        .format_timestamp_millis()
+        .try_init();
+}
+
+/// Loads the config named by `--config` (or the default path, where a missing file means
+/// defaults) and applies `--state-dir`.
+pub fn load_config(args: &Args) -> Result<Config, CliError> {
+    let explicit = args.value(&["config"]);
+    let path = PathBuf::from(explicit.unwrap_or(DEFAULT_CONFIG_PATH));
+    let mut cfg =
+        Config::load_or_default(&path, explicit.is_some()).map_err(|e| CliError::usage(e.0))?;
+    if let Some(dir) = args.value(&["state-dir"]) {
+        cfg.state_dir = PathBuf::from(dir);
+        cfg.validate()
+            .map_err(|e| CliError::usage(format!("--state-dir: {}", e.0)))?;
+    }
+    Ok(cfg)
+}

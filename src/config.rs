@@ -1,0 +1,440 @@
+//! The agent's configuration: one JSON file with camelCase keys in kubelet's style.
+//!
+//! Every field has a default, so `{}` is a valid config. Durations are strings in Go's
+//! style (`"1s"`, `"500ms"`, `"2m0s"`) or a number of seconds; byte sizes are Kubernetes
+//! quantities (`"10Mi"`, `"1G"`) or a plain number of bytes. Unknown keys are refused, so
+//! a typo in a board config is an error rather than a silently ignored setting.
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Where the agent looks for its config when `--config` is not given.
+pub const DEFAULT_CONFIG_PATH: &str = "/etc/tinylet/config.json";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Config {
+    /// The node's name, used for `spec.nodeName` and the fieldRef `spec.nodeName`.
+    pub node_name: String,
+    /// CRI runtime service endpoint, `unix:///path` or a bare path.
+    pub runtime_endpoint: String,
+    /// CRI image service endpoint; empty means the runtime endpoint.
+    pub image_endpoint: String,
+    /// Persistent state: pod cache, status files, image last-use times.
+    pub state_dir: PathBuf,
+    /// Read-only manifest directories (pods baked into firmware).
+    pub manifest_dirs: Vec<PathBuf>,
+    /// Root of the CRI log directories (`ROOT/NS_NAME_UID/CONTAINER/N.log`).
+    pub pod_logs_dir: PathBuf,
+    /// Root of per-pod volume data (emptyDir, projected configMap/secret files).
+    pub pods_dir: PathBuf,
+    /// How often the PLEG relists the runtime.
+    #[serde(with = "duration")]
+    pub pleg_period: Duration,
+    /// Deadline of each CRI call, except image pulls.
+    #[serde(with = "duration")]
+    pub runtime_request_timeout: Duration,
+    /// Deadline of one PullImage call.
+    #[serde(with = "duration")]
+    pub image_pull_timeout: Duration,
+    /// The sandbox (pause) image; never garbage collected.
+    pub sandbox_image: String,
+    /// hostPath volumes are allowed only at or below one of these prefixes.
+    pub allowed_host_paths: Vec<PathBuf>,
+    /// Host resolv.conf used for dnsPolicy ClusterFirst/Default.
+    pub resolv_conf: PathBuf,
+    #[serde(rename = "imageGC")]
+    pub image_gc: ImageGcConfig,
+    #[serde(rename = "containerGC")]
+    pub container_gc: ContainerGcConfig,
+    /// A container's CRI log is rotated when it reaches this size.
+    #[serde(with = "bytes")]
+    pub container_log_max_size: u64,
+    /// At most this many log files (current + rotated) per container.
+    pub container_log_max_files: u32,
+    /// Optional read-only status endpoint, e.g. `127.0.0.1:10255`; empty disables it.
+    pub status_address: String,
+    /// Default log filter when RUST_LOG is not set (`error`..`trace`).
+    pub log_level: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ImageGcConfig {
+    /// Above this percentage of the image filesystem, GC runs. 100 disables it.
+    pub high_threshold_percent: u8,
+    /// GC frees images until usage is below this percentage.
+    pub low_threshold_percent: u8,
+    /// Absolute budget for image bytes; 0 means no absolute budget.
+    #[serde(with = "bytes")]
+    pub max_bytes: u64,
+    /// Images younger than this (since first seen unused) are never removed.
+    #[serde(with = "duration")]
+    pub min_age: Duration,
+    /// How often an image GC pass runs.
+    #[serde(with = "duration")]
+    pub period: Duration,
+    /// Images that are never removed (besides the sandbox image and images in use).
+    pub pinned_images: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ContainerGcConfig {
+    /// How often a container GC pass runs.
+    #[serde(with = "duration")]
+    pub period: Duration,
+    /// Dead containers younger than this are kept.
+    #[serde(with = "duration")]
+    pub min_age: Duration,
+    /// Dead containers kept per (pod, container name); the newest are kept.
+    pub max_per_pod_container: u32,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            node_name: String::new(),
+            runtime_endpoint: "unix:///run/containerd/containerd.sock".into(),
+            image_endpoint: String::new(),
+            state_dir: "/var/lib/tinylet".into(),
+            manifest_dirs: vec!["/etc/tinylet/manifests".into()],
+            pod_logs_dir: "/var/log/pods".into(),
+            pods_dir: "/var/lib/tinylet/pods".into(),
+            pleg_period: Duration::from_secs(1),
+            runtime_request_timeout: Duration::from_secs(120),
+            image_pull_timeout: Duration::from_secs(600),
+            sandbox_image: "registry.k8s.io/pause:3.9".into(),
+            allowed_host_paths: Vec::new(),
+            resolv_conf: "/etc/resolv.conf".into(),
+            image_gc: ImageGcConfig::default(),
+            container_gc: ContainerGcConfig::default(),
+            container_log_max_size: 10 << 20,
+            container_log_max_files: 5,
+            status_address: String::new(),
+            log_level: "info".into(),
+        }
+    }
+}
+
+impl Default for ImageGcConfig {
+    fn default() -> Self {
+        // kubelet's defaults.
+        ImageGcConfig {
+            high_threshold_percent: 85,
+            low_threshold_percent: 80,
+            max_bytes: 0,
+            min_age: Duration::from_secs(120),
+            period: Duration::from_secs(300),
+            pinned_images: Vec::new(),
+        }
+    }
+}
+
+impl Default for ContainerGcConfig {
+    fn default() -> Self {
+        ContainerGcConfig {
+            period: Duration::from_secs(60),
+            min_age: Duration::ZERO,
+            max_per_pod_container: 1,
+        }
+    }
+}
+
+/// A config that could not be read or does not make sense; names the file and field.
+#[derive(Debug)]
+pub struct ConfigError(pub String);
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl Config {
+    /// Reads and validates a config file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError(format!("{}: cannot read: {e}", path.display())))?;
+        Self::parse(&text).map_err(|e| ConfigError(format!("{}: {}", path.display(), e.0)))
+    }
+
+    /// Like [`Config::load`], but a missing file at the default path means "all defaults".
+    pub fn load_or_default(path: &Path, explicit: bool) -> Result<Config, ConfigError> {
+        if !explicit && !path.exists() {
+            return Ok(Config::default());
+        }
+        Self::load(path)
+    }
+
+    /// Parses and validates config JSON.
+    pub fn parse(text: &str) -> Result<Config, ConfigError> {
+        let cfg: Config = serde_json::from_str(text).map_err(|e| ConfigError(e.to_string()))?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Checks relations between fields that serde cannot.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let err = |field: &str, msg: String| Err(ConfigError(format!("{field}: {msg}")));
+        if self.runtime_endpoint.is_empty() {
+            return err("runtimeEndpoint", "must not be empty".into());
+        }
+        if !self.state_dir.is_absolute() {
+            return err(
+                "stateDir",
+                format!("must be an absolute path, got {:?}", self.state_dir),
+            );
+        }
+        for (i, p) in self.allowed_host_paths.iter().enumerate() {
+            if !p.is_absolute() {
+                return err(
+                    &format!("allowedHostPaths[{i}]"),
+                    format!("must be absolute, got {p:?}"),
+                );
+            }
+        }
+        if self.pleg_period < Duration::from_millis(100) {
+            return err(
+                "plegPeriod",
+                format!("must be at least 100ms, got {:?}", self.pleg_period),
+            );
+        }
+        let gc = &self.image_gc;
+        if gc.high_threshold_percent > 100 {
+            return err(
+                "imageGC.highThresholdPercent",
+                format!("must be 0-100, got {}", gc.high_threshold_percent),
+            );
+        }
+        if gc.low_threshold_percent > gc.high_threshold_percent {
+            return err(
+                "imageGC.lowThresholdPercent",
+                format!(
+                    "must not exceed highThresholdPercent ({}), got {}",
+                    gc.high_threshold_percent, gc.low_threshold_percent
+                ),
+            );
+        }
+        if self.container_log_max_files < 2 {
+            return err(
+                "containerLogMaxFiles",
+                format!("must be at least 2, got {}", self.container_log_max_files),
+            );
+        }
+        if self.container_log_max_size < 4096 {
+            return err(
+                "containerLogMaxSize",
+                format!("must be at least 4Ki, got {}", self.container_log_max_size),
+            );
+        }
+        Ok(())
+    }
+
+    /// The image service endpoint: the runtime's unless set apart.
+    pub fn image_endpoint(&self) -> &str {
+        if self.image_endpoint.is_empty() {
+            &self.runtime_endpoint
+        } else {
+            &self.image_endpoint
+        }
+    }
+
+    /// Effective values as pretty JSON, for `check-config`.
+    pub fn to_pretty_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+}
+
+/// Parses a Go-style duration: `1h2m3s`, `500ms`, `1.5s`, `250us`, `0`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let bad = || format!("expected a duration like \"1s\", \"500ms\" or \"2m0s\", got {s:?}");
+    let mut rest = s.trim();
+    if rest == "0" {
+        return Ok(Duration::ZERO);
+    }
+    if rest.is_empty() {
+        return Err(bad());
+    }
+    let mut total_nanos: f64 = 0.0;
+    while !rest.is_empty() {
+        let num_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or_else(bad)?;
+        if num_len == 0 {
+            return Err(bad());
+        }
+        let value: f64 = rest[..num_len].parse().map_err(|_| bad())?;
+        rest = &rest[num_len..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let scale = match &rest[..unit_len] {
+            "ns" => 1.0,
+            "us" | "µs" => 1e3,
+            "ms" => 1e6,
+            "s" => 1e9,
+            "m" => 60e9,
+            "h" => 3600e9,
+            _ => return Err(bad()),
+        };
+        rest = &rest[unit_len..];
+        total_nanos += value * scale;
+    }
+    if !total_nanos.is_finite() || total_nanos > u64::MAX as f64 {
+        return Err(bad());
+    }
+    Ok(Duration::from_nanos(total_nanos as u64))
+}
+
+/// Formats a duration the way `parse_duration` reads it back (`1m30s`, `500ms`).
+pub fn format_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms == 0 {
+        return "0s".into();
+    }
+    if ms % 1000 != 0 {
+        return format!("{ms}ms");
+    }
+    let (h, m, s) = (ms / 3_600_000, (ms / 60_000) % 60, (ms / 1000) % 60);
+    let mut out = String::new();
+    if h > 0 {
+        out += &format!("{h}h");
+    }
+    if m > 0 {
+        out += &format!("{m}m");
+    }
+    if s > 0 || out.is_empty() {
+        out += &format!("{s}s");
+    }
+    out
+}
+
+/// Parses a byte size: a number of bytes or an integer with a binary (`Ki`..`Ei`) or
+/// decimal (`k`, `M`..`E`) suffix.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let bad = || format!("expected a byte size like \"10Mi\", \"1G\" or 4096, got {s:?}");
+    let s = s.trim();
+    let digits = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let n: u64 = s[..digits].parse().map_err(|_| bad())?;
+    let mult: u64 = match &s[digits..] {
+        "" => 1,
+        "k" => 1_000,
+        "M" => 1_000_000,
+        "G" => 1_000_000_000,
+        "T" => 1_000_000_000_000,
+        "P" => 1_000_000_000_000_000,
+        "E" => 1_000_000_000_000_000_000,
+        "Ki" => 1 << 10,
+        "Mi" => 1 << 20,
+        "Gi" => 1 << 30,
+        "Ti" => 1 << 40,
+        "Pi" => 1 << 50,
+        "Ei" => 1 << 60,
+        _ => return Err(bad()),
+    };
+    n.checked_mul(mult).ok_or_else(bad)
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum NumOrStr {
+    Num(f64),
+    Str(String),
+}
+
+mod duration {
+    use super::*;
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format_duration(*d))
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        match NumOrStr::deserialize(d)? {
+            NumOrStr::Num(n) if n >= 0.0 && n.is_finite() && n < 1e12 => {
+                Ok(Duration::from_secs_f64(n))
+            }
+            NumOrStr::Num(n) => Err(serde::de::Error::custom(format!(
+                "expected a non-negative number of seconds, got {n}"
+            ))),
+            NumOrStr::Str(s) => parse_duration(&s).map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+mod bytes {
+    use super::*;
+    pub fn serialize<S: Serializer>(b: &u64, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(*b)
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        match NumOrStr::deserialize(d)? {
+            NumOrStr::Num(n) if n >= 0.0 && n.fract() == 0.0 && n < u64::MAX as f64 => Ok(n as u64),
+            NumOrStr::Num(n) => Err(serde::de::Error::custom(format!(
+                "expected a whole number of bytes, got {n}"
+            ))),
+            NumOrStr::Str(s) => parse_size(&s).map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_object_is_all_defaults() {
+        assert_eq!(Config::parse("{}").unwrap(), Config::default());
+    }
+
+    #[test]
+    fn camel_case_keys_and_units() {
+        let c = Config::parse(
+            r#"{"runtimeEndpoint":"unix:///x.sock","plegPeriod":"500ms","containerLogMaxSize":"1Mi",
+                "imageGC":{"maxBytes":"200M","lowThresholdPercent":50},"containerGC":{"period":30}}"#,
+        )
+        .unwrap();
+        assert_eq!(c.runtime_endpoint, "unix:///x.sock");
+        assert_eq!(c.pleg_period, Duration::from_millis(500));
+        assert_eq!(c.container_log_max_size, 1 << 20);
+        assert_eq!(c.image_gc.max_bytes, 200_000_000);
+        assert_eq!(c.image_gc.low_threshold_percent, 50);
+        assert_eq!(c.image_gc.high_threshold_percent, 85);
+        assert_eq!(c.container_gc.period, Duration::from_secs(30));
+        // What check-config prints parses back to the same config.
+        assert_eq!(Config::parse(&c.to_pretty_json()).unwrap(), c);
+    }
+
+    #[test]
+    fn durations_and_sizes() {
+        assert_eq!(parse_duration("2m0s").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration("1h2m3s").unwrap(), Duration::from_secs(3723));
+        assert!(parse_duration("5 minutes").is_err());
+        assert!(parse_duration("").is_err());
+        assert_eq!(format_duration(Duration::from_secs(3723)), "1h2m3s");
+        assert_eq!(format_duration(Duration::from_millis(1500)), "1500ms");
+        assert_eq!(parse_size("10Mi").unwrap(), 10 << 20);
+        assert_eq!(parse_size("1G").unwrap(), 1_000_000_000);
+        assert!(parse_size("10MB").is_err());
+        assert!(parse_size("99999999999Ei").is_err());
+    }
+
+    #[test]
+    fn unknown_key_is_refused_with_its_name() {
+        let e = Config::parse(r#"{"plegPeriodd":"1s"}"#).unwrap_err();
+        assert!(e.0.contains("plegPeriodd"), "{e}");
+    }
+
+    #[test]
+    fn relations_are_checked() {
+        let e =
+            Config::parse(r#"{"imageGC":{"highThresholdPercent":50,"lowThresholdPercent":60}}"#)
+                .unwrap_err();
+        assert!(e.0.contains("imageGC.lowThresholdPercent"), "{e}");
+        let e = Config::parse(r#"{"stateDir":"rel/dir"}"#).unwrap_err();
+        assert!(e.0.contains("stateDir"), "{e}");
+    }
+}

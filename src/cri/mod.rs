@@ -1,0 +1,1 @@
+//! The CRI runtime.v1 client: gRPC over HTTP/2 (h2) on a Unix socket, on the smol executor.

@@ -1,0 +1,1 @@
+//! Garbage collection bounded by size: images, dead containers, container logs.

@@ -1,0 +1,1 @@
+//! kubelet's kuberuntime, reduced: pods to CRI sandbox/container configs, status back.

@@ -1,0 +1,21 @@
+//! tinylet: a tiny kubelet for constrained ARM gateways.
+//!
+//! Module map (one concept per module; see README.md for the architecture):
+//! - [`config`]: the agent's JSON config.
+//! - [`cri`]: the hand-written CRI `runtime.v1` client (gRPC over h2 on a Unix socket).
+//! - [`model`]: the Kubernetes v1 objects the agent reads (Pod, ConfigMap, Secret),
+//!   quantities and validation.
+//! - [`store`]: the flat-file pod cache and status files (atomic, crash-safe).
+//! - [`kuberuntime`]: turning pods into CRI sandboxes/containers and back into status.
+//! - [`agent`]: the sync loop, pod workers, PLEG and backoff.
+//! - [`gc`]: image GC, container GC, container log rotation.
+//! - [`cli`]: the `tinylet` subcommands.
+
+pub mod agent;
+pub mod cli;
+pub mod config;
+pub mod cri;
+pub mod gc;
+pub mod kuberuntime;
+pub mod model;
+pub mod store;

@@ -1,0 +1,1 @@
+//! The flat-file store: desired objects and status files, written atomically.
