@@ -18,4 +18,5 @@ pub mod cri;
 pub mod gc;
 pub mod kuberuntime;
 pub mod model;
+pub mod rt;
 pub mod store;
