@@ -1,1 +1,2 @@
 //! The agent: sync loop, per-pod workers, poll-based PLEG, crash-loop backoff.
+pub mod backoff;
