@@ -172,7 +172,8 @@ impl Config {
 
     /// Parses and validates config JSON.
     pub fn parse(text: &str) -> Result<Config, ConfigError> {
-        let cfg: Config = serde_json::from_str(text).map_err(|e| ConfigError(e.to_string()))?;
+        let cfg: Config =
+            serde_json::from_str(text).map_err(|e| ConfigError(describe_json_error(text, &e)))?;
         cfg.validate()?;
         Ok(cfg)
     }
@@ -247,6 +248,44 @@ impl Config {
     pub fn to_pretty_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_default()
     }
+}
+
+/// Prefixes a serde error with the dotted path of the field that caused it
+/// (`imageGC.minAge: expected a duration ...`), because serde's own message names the
+/// position but not the key. Syntax errors are returned unchanged.
+fn describe_json_error(text: &str, err: &serde_json::Error) -> String {
+    let located = match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(serde_json::Value::Object(obj)) => failing_field::<Config>(&obj, ""),
+        _ => None,
+    };
+    match located {
+        Some(path) => format!("{path}: {err}"),
+        None => err.to_string(),
+    }
+}
+
+/// Finds the first key of `obj` that `T` refuses when given alone (every config struct
+/// has defaults for all keys, so a one-key object fails only because of that key), and
+/// descends into the nested GC sections.
+fn failing_field<T: serde::de::DeserializeOwned>(
+    obj: &serde_json::Map<String, serde_json::Value>,
+    prefix: &str,
+) -> Option<String> {
+    obj.iter().find_map(|(key, value)| {
+        let alone = serde_json::Map::from_iter([(key.clone(), value.clone())]);
+        serde_json::from_value::<T>(serde_json::Value::Object(alone)).err()?;
+        let path = format!("{prefix}{key}");
+        let inner = match (prefix, key.as_str(), value) {
+            ("", "imageGC", serde_json::Value::Object(m)) => {
+                failing_field::<ImageGcConfig>(m, "imageGC.")
+            }
+            ("", "containerGC", serde_json::Value::Object(m)) => {
+                failing_field::<ContainerGcConfig>(m, "containerGC.")
+            }
+            _ => None,
+        };
+        Some(inner.unwrap_or(path))
+    })
 }
 
 /// Parses a Go-style duration: `1h2m3s`, `500ms`, `1.5s`, `250us`, `0`.
@@ -426,6 +465,25 @@ mod tests {
     fn unknown_key_is_refused_with_its_name() {
         let e = Config::parse(r#"{"plegPeriodd":"1s"}"#).unwrap_err();
         assert!(e.0.contains("plegPeriodd"), "{e}");
+    }
+
+    #[test]
+    fn type_errors_name_the_field_path() {
+        let e = Config::parse(r#"{"imageGC":{"minAge":"5 minutes"}}"#).unwrap_err();
+        assert!(
+            e.0.starts_with("imageGC.minAge: expected a duration"),
+            "{e}"
+        );
+        let e = Config::parse(r#"{"logLevel":"info","plegPeriod":true}"#).unwrap_err();
+        assert!(e.0.starts_with("plegPeriod: "), "{e}");
+        let e = Config::parse(r#"{"containerGC":{"maxPerPod":1}}"#).unwrap_err();
+        assert!(
+            e.0.starts_with("containerGC.maxPerPod: unknown field"),
+            "{e}"
+        );
+        // Syntax errors have no field to name.
+        let e = Config::parse(r#"{"plegPeriod":"#).unwrap_err();
+        assert!(e.0.starts_with("EOF while parsing"), "{e}");
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! input file), 3 the named object does not exist.
 
 pub mod args;
+pub mod check_config;
 
 use crate::config::{Config, DEFAULT_CONFIG_PATH};
 use args::Args;
@@ -71,6 +72,7 @@ pub fn main(args: Vec<String>) -> i32 {
             println!("tinylet {}", env!("CARGO_PKG_VERSION"));
             Ok(())
         }
+        "check-config" => check_config::run(rest),
         "help" | "--help" | "-h" => {
             print!("{USAGE}");
             Ok(())

@@ -1,0 +1,37 @@
+//! `tinylet check-config FILE`: validates a config file the way the agent will read it
+//! and prints the effective values (every default filled in) as JSON on stdout.
+//!
+//! Firmware engineers run it on the build host or the device before shipping a board
+//! config; the OpenWrt init script runs it before (re)starting the agent so that a bad
+//! edit never replaces a running agent. A bad file exits 2 with the file and the field
+//! named on stderr. `--state-dir DIR` is applied as `tinylet run` would apply it.
+
+use super::args::Args;
+use super::{CliError, GLOBAL_VALUE_OPTS};
+use crate::config::Config;
+use std::path::PathBuf;
+
+/// Runs `check-config` with the words after the command name.
+pub fn run(words: &[String]) -> Result<(), CliError> {
+    let args = Args::parse(words, GLOBAL_VALUE_OPTS)?;
+    args.only(GLOBAL_VALUE_OPTS)?;
+    let path = config_path(&args)?;
+    let mut cfg = Config::load(&path).map_err(|e| CliError::usage(e.0))?;
+    if let Some(dir) = args.value(&["state-dir"]) {
+        cfg.state_dir = PathBuf::from(dir);
+        cfg.validate()
+            .map_err(|e| CliError::usage(format!("--state-dir: {}", e.0)))?;
+    }
+    println!("{}", cfg.to_pretty_json());
+    Ok(())
+}
+
+/// The file to check: the one positional argument, else `--config`.
+fn config_path(args: &Args) -> Result<PathBuf, CliError> {
+    match (args.positional.as_slice(), args.value(&["config"])) {
+        ([file], _) => Ok(PathBuf::from(file)),
+        ([], Some(file)) => Ok(PathBuf::from(file)),
+        ([], None) => Err(CliError::usage("check-config needs a FILE")),
+        _ => Err(CliError::usage("check-config takes exactly one FILE")),
+    }
+}
