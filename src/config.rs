@@ -352,30 +352,15 @@ pub fn format_duration(d: Duration) -> String {
     out
 }
 
-/// Parses a byte size: a number of bytes or an integer with a binary (`Ki`..`Ei`) or
-/// decimal (`k`, `M`..`E`) suffix.
+/// Parses a byte size: a Kubernetes quantity (`"10Mi"`, `"1G"`, `"1e3"`, or a plain
+/// number of bytes) that is a whole, non-negative number of bytes.
 pub fn parse_size(s: &str) -> Result<u64, String> {
     let bad = || format!("expected a byte size like \"10Mi\", \"1G\" or 4096, got {s:?}");
-    let s = s.trim();
-    let digits = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let n: u64 = s[..digits].parse().map_err(|_| bad())?;
-    let mult: u64 = match &s[digits..] {
-        "" => 1,
-        "k" => 1_000,
-        "M" => 1_000_000,
-        "G" => 1_000_000_000,
-        "T" => 1_000_000_000_000,
-        "P" => 1_000_000_000_000_000,
-        "E" => 1_000_000_000_000_000_000,
-        "Ki" => 1 << 10,
-        "Mi" => 1 << 20,
-        "Gi" => 1 << 30,
-        "Ti" => 1 << 40,
-        "Pi" => 1 << 50,
-        "Ei" => 1 << 60,
-        _ => return Err(bad()),
-    };
-    n.checked_mul(mult).ok_or_else(bad)
+    let q = crate::model::Quantity::parse(s.trim()).map_err(|e| format!("{}: {e}", bad()))?;
+    if q.nanos() < 0 || q.nanos() % 1_000_000_000 != 0 {
+        return Err(bad());
+    }
+    u64::try_from(q.value()).map_err(|_| bad())
 }
 
 #[derive(Deserialize)]
@@ -459,6 +444,11 @@ mod tests {
         assert_eq!(parse_size("1G").unwrap(), 1_000_000_000);
         assert!(parse_size("10MB").is_err());
         assert!(parse_size("99999999999Ei").is_err());
+        assert_eq!(parse_size("1e3").unwrap(), 1000);
+        assert_eq!(parse_size("0.5Ki").unwrap(), 512);
+        assert!(parse_size("-1").is_err());
+        assert!(parse_size("1.5").is_err());
+        assert!(parse_size("500m").is_err());
     }
 
     #[test]

@@ -1,1 +1,211 @@
-//! The Kubernetes v1 objects the agent reads: Pod, ConfigMap, Secret; quantities; validation.
+//! The Kubernetes v1 objects the agent reads: Pod, ConfigMap, Secret; quantities;
+//! validation; defaulting.
+//!
+//! [`parse_object`] is the one way in: it bounds the input size, reads `kind` and
+//! `apiVersion`, decodes the typed object (unknown fields ignored, `null` as absent),
+//! applies the API server's defaults and validates everything, reporting every problem
+//! at once, each prefixed with the source (a file path) and the field path.
+
+pub mod base64;
+pub mod configmap;
+pub mod container;
+pub mod defaults;
+mod json_path;
+pub mod meta;
+pub mod pod;
+pub mod quantity;
+pub mod secret;
+mod serde_util;
+pub mod status;
+pub mod time;
+pub mod validate;
+
+pub use configmap::ConfigMap;
+pub use container::Container;
+pub use meta::ObjectMeta;
+pub use pod::{Pod, PodSpec};
+pub use quantity::Quantity;
+pub use secret::Secret;
+pub use status::PodStatus;
+
+use serde::de::DeserializeOwned;
+use std::fmt;
+
+/// Manifests larger than this are refused before parsing (Kubernetes' own object limit
+/// is about 1.5 MiB; a gateway has little memory to spare).
+pub const MAX_MANIFEST_BYTES: usize = 1 << 20;
+
+/// Why a manifest was refused: one line per problem, each prefixed with the source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelError {
+    pub messages: Vec<String>,
+}
+
+impl ModelError {
+    fn one(source: &str, msg: impl fmt::Display) -> ModelError {
+        ModelError {
+            messages: vec![format!("{source}: {msg}")],
+        }
+    }
+}
+
+impl fmt::Display for ModelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.messages.join("\n"))
+    }
+}
+
+impl std::error::Error for ModelError {}
+
+/// One of the kinds the agent stores.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Object {
+    Pod(Box<Pod>),
+    ConfigMap(ConfigMap),
+    Secret(Secret),
+}
+
+/// The kinds accepted, in the order error messages list them.
+pub const KINDS: [&str; 3] = ["Pod", "ConfigMap", "Secret"];
+
+impl Object {
+    /// `Pod`, `ConfigMap` or `Secret`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Object::Pod(_) => "Pod",
+            Object::ConfigMap(_) => "ConfigMap",
+            Object::Secret(_) => "Secret",
+        }
+    }
+
+    pub fn meta(&self) -> &ObjectMeta {
+        match self {
+            Object::Pod(p) => &p.metadata,
+            Object::ConfigMap(c) => &c.metadata,
+            Object::Secret(s) => &s.metadata,
+        }
+    }
+
+    pub fn meta_mut(&mut self) -> &mut ObjectMeta {
+        match self {
+            Object::Pod(p) => &mut p.metadata,
+            Object::ConfigMap(c) => &mut c.metadata,
+            Object::Secret(s) => &mut s.metadata,
+        }
+    }
+
+    pub fn namespace(&self) -> &str {
+        &self.meta().namespace
+    }
+
+    pub fn name(&self) -> &str {
+        &self.meta().name
+    }
+
+    /// Pretty JSON, as written to the store and printed by `get -o json`.
+    pub fn to_json_pretty(&self) -> String {
+        let r = match self {
+            Object::Pod(p) => serde_json::to_string_pretty(p),
+            Object::ConfigMap(c) => serde_json::to_string_pretty(c),
+            Object::Secret(s) => serde_json::to_string_pretty(s),
+        };
+        // Serializing these types cannot fail: string keys, no non-finite floats.
+        r.unwrap_or_default()
+    }
+}
+
+/// Parses, defaults and validates one manifest (JSON). `source` names where it came
+/// from (a file path, `-`) and prefixes every message.
+pub fn parse_object(source: &str, bytes: &[u8]) -> Result<Object, ModelError> {
+    if bytes.len() > MAX_MANIFEST_BYTES {
+        return Err(ModelError::one(
+            source,
+            format_args!(
+                "manifest is {} bytes, more than the {} byte (1 MiB) limit",
+                bytes.len(),
+                MAX_MANIFEST_BYTES
+            ),
+        ));
+    }
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    if first != Some(&b'{') {
+        return Err(ModelError::one(
+            source,
+            "expected a JSON object (a v1 Pod, ConfigMap or Secret)",
+        ));
+    }
+    let tm: meta::TypeMeta = decode(source, bytes)?;
+    let mut errors = Vec::new();
+    if tm.api_version != meta::API_VERSION {
+        errors.push(if tm.api_version.is_empty() {
+            "apiVersion: required, must be \"v1\"".to_string()
+        } else {
+            format!("apiVersion: must be \"v1\", got {:?}", tm.api_version)
+        });
+    }
+    let mut obj = match tm.kind.as_str() {
+        "Pod" => Object::Pod(Box::new(decode(source, bytes)?)),
+        "ConfigMap" => Object::ConfigMap(decode(source, bytes)?),
+        "Secret" => Object::Secret(decode(source, bytes)?),
+        "" => {
+            errors.push("kind: required, must be one of Pod, ConfigMap, Secret".into());
+            return Err(prefixed(source, errors));
+        }
+        other => {
+            errors.push(format!(
+                "kind: must be one of Pod, ConfigMap, Secret, got {other:?}"
+            ));
+            return Err(prefixed(source, errors));
+        }
+    };
+    defaults::apply(&mut obj);
+    errors.extend(validate::validate(&obj));
+    if errors.is_empty() {
+        Ok(obj)
+    } else {
+        Err(prefixed(source, errors))
+    }
+}
+
+/// [`parse_object`], requiring a Pod.
+pub fn parse_pod(source: &str, bytes: &[u8]) -> Result<Pod, ModelError> {
+    match parse_object(source, bytes)? {
+        Object::Pod(p) => Ok(*p),
+        other => Err(ModelError::one(
+            source,
+            format_args!("kind: expected Pod, got {}", other.kind()),
+        )),
+    }
+}
+
+fn prefixed(source: &str, errors: Vec<String>) -> ModelError {
+    ModelError {
+        messages: errors
+            .into_iter()
+            .map(|e| format!("{source}: {e}"))
+            .collect(),
+    }
+}
+
+/// Decodes `T`; a serde error becomes `source: field.path: what (line L, column C)`.
+fn decode<T: DeserializeOwned>(source: &str, bytes: &[u8]) -> Result<T, ModelError> {
+    serde_json::from_slice(bytes).map_err(|e| ModelError::one(source, describe(&e, bytes)))
+}
+
+/// A serde_json error with the JSON path of the offending value in front.
+fn describe(e: &serde_json::Error, bytes: &[u8]) -> String {
+    let msg = e.to_string();
+    let suffix = format!(" at line {} column {}", e.line(), e.column());
+    let msg = msg.strip_suffix(&suffix).unwrap_or(&msg);
+    if e.line() == 0 {
+        return msg.to_string();
+    }
+    let at = json_path::offset_of(bytes, e.line(), e.column());
+    let path = json_path::path_at(bytes, at);
+    let place = format!("line {}, column {}", e.line(), e.column());
+    if path.is_empty() {
+        format!("{msg} ({place})")
+    } else {
+        format!("{path}: {msg} ({place})")
+    }
+}

@@ -1,0 +1,468 @@
+//! v1.Container and everything inside it: env, ports, mounts, resources, probes,
+//! lifecycle hooks and the container security context.
+
+use super::quantity::Quantity;
+use super::serde_util::{is_false, is_zero, null_default};
+use serde::de::{self, Visitor};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// Where kubelet reads a container's termination message by default.
+pub const DEFAULT_TERMINATION_MESSAGE_PATH: &str = "/dev/termination-log";
+
+/// One container (app or init) of a pod.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Container {
+    #[serde(deserialize_with = "null_default")]
+    pub name: String,
+    #[serde(deserialize_with = "null_default")]
+    pub image: String,
+    /// Filled from the image tag by the defaults when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image_pull_policy: Option<PullPolicy>,
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub command: Vec<String>,
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub args: Vec<String>,
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub working_dir: String,
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub ports: Vec<ContainerPort>,
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub env_from: Vec<EnvFromSource>,
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub env: Vec<EnvVar>,
+    pub resources: ResourceRequirements,
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub volume_mounts: Vec<VolumeMount>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub liveness_probe: Option<Probe>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub readiness_probe: Option<Probe>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub startup_probe: Option<Probe>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lifecycle: Option<Lifecycle>,
+    #[serde(deserialize_with = "null_default")]
+    pub termination_message_path: String,
+    pub termination_message_policy: TerminationMessagePolicy,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub security_context: Option<SecurityContext>,
+    #[serde(skip_serializing_if = "is_false")]
+    pub stdin: bool,
+    #[serde(skip_serializing_if = "is_false")]
+    pub stdin_once: bool,
+    #[serde(skip_serializing_if = "is_false")]
+    pub tty: bool,
+}
+
+/// When the image is pulled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PullPolicy {
+    Always,
+    IfNotPresent,
+    Never,
+}
+
+/// Where the termination message comes from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TerminationMessagePolicy {
+    #[default]
+    File,
+    FallbackToLogsOnError,
+}
+
+/// A port the container listens on; `hostPort` 0 means not published on the host.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ContainerPort {
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub name: String,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub host_port: i32,
+    pub container_port: i32,
+    pub protocol: Protocol,
+    #[serde(
+        rename = "hostIP",
+        deserialize_with = "null_default",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub host_ip: String,
+}
+
+/// Transport protocol of a port.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Protocol {
+    #[default]
+    TCP,
+    UDP,
+    SCTP,
+}
+
+/// One environment variable: a literal value or one `valueFrom` source.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct EnvVar {
+    #[serde(deserialize_with = "null_default")]
+    pub name: String,
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub value: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value_from: Option<EnvVarSource>,
+}
+
+/// Where an environment variable's value comes from; exactly one is set.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct EnvVarSource {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field_ref: Option<ObjectFieldSelector>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resource_field_ref: Option<ResourceFieldSelector>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config_map_key_ref: Option<KeySelector>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret_key_ref: Option<KeySelector>,
+}
+
+/// A field of the pod (`metadata.name`, `status.podIP`, `spec.nodeName`, ...).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ObjectFieldSelector {
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub api_version: String,
+    #[serde(deserialize_with = "null_default")]
+    pub field_path: String,
+}
+
+/// A container's resource request or limit (`limits.memory`, `requests.cpu`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ResourceFieldSelector {
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub container_name: String,
+    #[serde(deserialize_with = "null_default")]
+    pub resource: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub divisor: Option<Quantity>,
+}
+
+/// One key of a ConfigMap or Secret (`configMapKeyRef`, `secretKeyRef`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct KeySelector {
+    #[serde(deserialize_with = "null_default")]
+    pub name: String,
+    #[serde(deserialize_with = "null_default")]
+    pub key: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub optional: Option<bool>,
+}
+
+/// All keys of a ConfigMap or Secret as environment variables, each name prefixed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct EnvFromSource {
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub prefix: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config_map_ref: Option<EnvFromRef>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret_ref: Option<EnvFromRef>,
+}
+
+/// The ConfigMap or Secret named by an `envFrom` entry.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EnvFromRef {
+    #[serde(deserialize_with = "null_default")]
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub optional: Option<bool>,
+}
+
+/// A volume mounted into the container.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct VolumeMount {
+    #[serde(deserialize_with = "null_default")]
+    pub name: String,
+    #[serde(skip_serializing_if = "is_false")]
+    pub read_only: bool,
+    #[serde(deserialize_with = "null_default")]
+    pub mount_path: String,
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub sub_path: String,
+}
+
+/// `resources`: quantities by resource name (`cpu`, `memory`, `ephemeral-storage`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ResourceRequirements {
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    pub limits: BTreeMap<String, Quantity>,
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    pub requests: BTreeMap<String, Quantity>,
+}
+
+/// A health check: one handler and its timing. Zero timing fields mean "default".
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Probe {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exec: Option<ExecAction>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http_get: Option<HttpGetAction>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tcp_socket: Option<TcpSocketAction>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grpc: Option<GrpcAction>,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub initial_delay_seconds: i32,
+    /// 1 when absent.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub timeout_seconds: i32,
+    /// 10 when absent.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub period_seconds: i32,
+    /// 1 when absent; must be 1 for liveness and startup probes.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub success_threshold: i32,
+    /// 3 when absent.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub failure_threshold: i32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub termination_grace_period_seconds: Option<i64>,
+}
+
+/// Runs a command in the container; exit status 0 is success.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ExecAction {
+    #[serde(deserialize_with = "null_default")]
+    pub command: Vec<String>,
+}
+
+/// An HTTP GET against the pod's IP (or `host`); 200-399 is success.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct HttpGetAction {
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub path: String,
+    pub port: IntOrString,
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub host: String,
+    pub scheme: UriScheme,
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub http_headers: Vec<HttpHeader>,
+}
+
+/// `HTTP` or `HTTPS`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum UriScheme {
+    #[default]
+    HTTP,
+    HTTPS,
+}
+
+/// One request header of an httpGet probe.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HttpHeader {
+    #[serde(deserialize_with = "null_default")]
+    pub name: String,
+    #[serde(deserialize_with = "null_default")]
+    pub value: String,
+}
+
+/// A TCP connect to a port; connecting is success.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TcpSocketAction {
+    pub port: IntOrString,
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub host: String,
+}
+
+/// A gRPC health check (grpc.health.v1) on a port.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GrpcAction {
+    pub port: i32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service: Option<String>,
+}
+
+/// A port by number or by the name of one of the container's ports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IntOrString {
+    Int(i32),
+    String(String),
+}
+
+impl Default for IntOrString {
+    fn default() -> Self {
+        IntOrString::Int(0)
+    }
+}
+
+impl Serialize for IntOrString {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            IntOrString::Int(n) => s.serialize_i32(*n),
+            IntOrString::String(v) => s.serialize_str(v),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for IntOrString {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = IntOrString;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a port number or a port name")
+            }
+            fn visit_i64<E: de::Error>(self, n: i64) -> Result<IntOrString, E> {
+                i32::try_from(n)
+                    .map(IntOrString::Int)
+                    .map_err(|_| E::custom(format!("port number {n} out of range")))
+            }
+            fn visit_u64<E: de::Error>(self, n: u64) -> Result<IntOrString, E> {
+                i32::try_from(n)
+                    .map(IntOrString::Int)
+                    .map_err(|_| E::custom(format!("port number {n} out of range")))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<IntOrString, E> {
+                Ok(IntOrString::String(v.to_owned()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Hooks run after a container starts and before it is stopped.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Lifecycle {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub post_start: Option<LifecycleHandler>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pre_stop: Option<LifecycleHandler>,
+}
+
+/// One lifecycle hook; exactly one action is set.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct LifecycleHandler {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exec: Option<ExecAction>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http_get: Option<HttpGetAction>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tcp_socket: Option<TcpSocketAction>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sleep: Option<SleepAction>,
+}
+
+/// Sleeps for a number of seconds (a preStop hook that needs no binary in the image).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SleepAction {
+    pub seconds: i64,
+}
+
+/// Container-level security settings; override the pod's where both are set.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SecurityContext {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub privileged: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_as_user: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_as_group: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_as_non_root: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_only_root_filesystem: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allow_privilege_escalation: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capabilities: Option<Capabilities>,
+}
+
+/// Linux capabilities added to or dropped from the runtime's default set.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Capabilities {
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub add: Vec<String>,
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub drop: Vec<String>,
+}

@@ -1,0 +1,124 @@
+//! The defaults the API server fills in that the agent relies on, applied to every parsed
+//! object so the rest of the agent never has to guess what "absent" means.
+
+use super::container::{Container, PullPolicy, DEFAULT_TERMINATION_MESSAGE_PATH};
+use super::meta::{ObjectMeta, API_VERSION, DEFAULT_NAMESPACE};
+use super::secret::TYPE_OPAQUE;
+use super::Object;
+
+/// Seconds between SIGTERM and SIGKILL when the pod does not say.
+pub const DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS: i64 = 30;
+
+/// Fills in defaults in place. Idempotent.
+pub fn apply(obj: &mut Object) {
+    match obj {
+        Object::Pod(p) => {
+            meta(&mut p.metadata);
+            p.kind = "Pod".into();
+            p.api_version = API_VERSION.into();
+            // Users do not write status; kubectl writes `"status": {}`.
+            p.status = None;
+            let spec = &mut p.spec;
+            spec.termination_grace_period_seconds
+                .get_or_insert(DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS);
+            for c in spec.init_containers.iter_mut().chain(&mut spec.containers) {
+                container(c);
+            }
+            for v in &mut spec.volumes {
+                if let Some(s) = &mut v.config_map {
+                    s.default_mode.get_or_insert(0o644);
+                }
+                if let Some(s) = &mut v.secret {
+                    s.default_mode.get_or_insert(0o644);
+                }
+            }
+        }
+        Object::ConfigMap(c) => {
+            meta(&mut c.metadata);
+            c.kind = "ConfigMap".into();
+            c.api_version = API_VERSION.into();
+        }
+        Object::Secret(s) => {
+            meta(&mut s.metadata);
+            s.kind = "Secret".into();
+            s.api_version = API_VERSION.into();
+            if s.type_.is_empty() {
+                s.type_ = TYPE_OPAQUE.into();
+            }
+            // As the API server: stringData is merged into data (and wins), then dropped.
+            for (k, v) in std::mem::take(&mut s.string_data) {
+                s.data.insert(k, super::base64::encode(v.as_bytes()));
+            }
+        }
+    }
+}
+
+fn meta(m: &mut ObjectMeta) {
+    if m.namespace.is_empty() {
+        m.namespace = DEFAULT_NAMESPACE.into();
+    }
+}
+
+fn container(c: &mut Container) {
+    if c.image_pull_policy.is_none() {
+        c.image_pull_policy = Some(pull_policy_for(&c.image));
+    }
+    if c.termination_message_path.is_empty() {
+        c.termination_message_path = DEFAULT_TERMINATION_MESSAGE_PATH.into();
+    }
+    let probes = [
+        &mut c.liveness_probe,
+        &mut c.readiness_probe,
+        &mut c.startup_probe,
+    ];
+    for p in probes.into_iter().flatten() {
+        if let Some(h) = &mut p.http_get {
+            if h.path.is_empty() {
+                h.path = "/".into();
+            }
+        }
+        // Zero means "not set" for these, as in the API server's defaulting.
+        for (field, default) in [
+            (&mut p.timeout_seconds, 1),
+            (&mut p.period_seconds, 10),
+            (&mut p.success_threshold, 1),
+            (&mut p.failure_threshold, 3),
+        ] {
+            if *field == 0 {
+                *field = default;
+            }
+        }
+    }
+}
+
+/// `Always` for `:latest` or an untagged image (and no digest), else `IfNotPresent`.
+pub fn pull_policy_for(image: &str) -> PullPolicy {
+    if image.contains('@') {
+        return PullPolicy::IfNotPresent;
+    }
+    // The tag is after the last ':' that comes after the last '/' (a port is not a tag).
+    let last = image.rsplit('/').next().unwrap_or(image);
+    match last.rsplit_once(':') {
+        Some((_, "latest")) | None => PullPolicy::Always,
+        Some(_) => PullPolicy::IfNotPresent,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pull_policy_from_tag() {
+        for (image, want) in [
+            ("nginx", PullPolicy::Always),
+            ("nginx:latest", PullPolicy::Always),
+            ("nginx:1.25", PullPolicy::IfNotPresent),
+            ("localhost:5000/app", PullPolicy::Always),
+            ("localhost:5000/app:v1", PullPolicy::IfNotPresent),
+            ("r.io/app@sha256:abcd", PullPolicy::IfNotPresent),
+        ] {
+            assert_eq!(pull_policy_for(image), want, "{image}");
+        }
+    }
+}

@@ -1,0 +1,60 @@
+//! Object metadata shared by every kind: `metadata` (ObjectMeta) and the type fields.
+//!
+//! Only what the agent and the CLI use is kept; other metadata fields (ownerReferences,
+//! finalizers, managedFields, ...) are ignored on input, as the API server would keep
+//! them but nothing on the device reads them.
+
+use super::serde_util::null_default;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The only API version accepted: Pod, ConfigMap and Secret all live in core `v1`.
+pub const API_VERSION: &str = "v1";
+
+/// The namespace an object without `metadata.namespace` is put in.
+pub const DEFAULT_NAMESPACE: &str = "default";
+
+/// `metadata` of a v1 object.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ObjectMeta {
+    /// DNS-1123 subdomain; names the object's file in the store.
+    #[serde(deserialize_with = "null_default")]
+    pub name: String,
+    /// DNS-1123 label; `default` when absent.
+    #[serde(deserialize_with = "null_default")]
+    pub namespace: String,
+    /// Unique id kept for the object's life; assigned by the store when first stored.
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub uid: String,
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    pub labels: BTreeMap<String, String>,
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    pub annotations: BTreeMap<String, String>,
+    /// RFC 3339 (`2026-11-29T22:40:28Z`); kubectl writes `null` for a new object.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub creation_timestamp: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generation: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resource_version: Option<String>,
+}
+
+/// `kind` and `apiVersion`, read first to decide which type the rest of the file is.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct TypeMeta {
+    #[serde(deserialize_with = "null_default")]
+    pub kind: String,
+    #[serde(deserialize_with = "null_default")]
+    pub api_version: String,
+}

@@ -1,0 +1,299 @@
+//! v1.Pod: the pod-level spec fields the agent uses and the volume sources it supports.
+//!
+//! Field names, JSON spellings and enum values are Kubernetes'. Unknown fields are
+//! ignored so manifests written by kubectl parse as they are; `null` reads as absent,
+//! as in Go. Defaults the API server would fill in are applied by [`super::defaults`].
+
+use super::container::Container;
+use super::meta::ObjectMeta;
+use super::quantity::Quantity;
+use super::serde_util::{is_false, null_default};
+use super::status::PodStatus;
+use serde::{Deserialize, Serialize};
+
+/// A v1 Pod as stored on the device.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Pod {
+    #[serde(deserialize_with = "null_default")]
+    pub kind: String,
+    #[serde(deserialize_with = "null_default")]
+    pub api_version: String,
+    pub metadata: ObjectMeta,
+    pub spec: PodSpec,
+    /// Written by the agent; cleared when a manifest is parsed (users do not set it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<PodStatus>,
+}
+
+/// `spec` of a v1 Pod.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PodSpec {
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub volumes: Vec<Volume>,
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub init_containers: Vec<Container>,
+    #[serde(deserialize_with = "null_default")]
+    pub containers: Vec<Container>,
+    pub restart_policy: RestartPolicy,
+    /// Seconds between SIGTERM and SIGKILL; 30 when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub termination_grace_period_seconds: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub active_deadline_seconds: Option<i64>,
+    pub dns_policy: DnsPolicy,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dns_config: Option<PodDnsConfig>,
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub node_name: String,
+    #[serde(skip_serializing_if = "is_false")]
+    pub host_network: bool,
+    #[serde(rename = "hostPID", skip_serializing_if = "is_false")]
+    pub host_pid: bool,
+    #[serde(rename = "hostIPC", skip_serializing_if = "is_false")]
+    pub host_ipc: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub security_context: Option<PodSecurityContext>,
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub image_pull_secrets: Vec<LocalObjectReference>,
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub hostname: String,
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub subdomain: String,
+}
+
+/// What happens to a container that exits.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RestartPolicy {
+    #[default]
+    Always,
+    OnFailure,
+    Never,
+}
+
+/// How the pod's resolv.conf is made.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DnsPolicy {
+    #[default]
+    ClusterFirst,
+    ClusterFirstWithHostNet,
+    Default,
+    None,
+}
+
+/// `spec.dnsConfig`: merged into the generated resolv.conf.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PodDnsConfig {
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub nameservers: Vec<String>,
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub searches: Vec<String>,
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub options: Vec<PodDnsConfigOption>,
+}
+
+/// One resolv.conf option (`ndots:2` is `{name: ndots, value: "2"}`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PodDnsConfigOption {
+    #[serde(deserialize_with = "null_default")]
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+}
+
+/// `spec.securityContext`: identity and sysctls for every container of the pod.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PodSecurityContext {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_as_user: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_as_group: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_as_non_root: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fs_group: Option<i64>,
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub supplemental_groups: Vec<i64>,
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub sysctls: Vec<Sysctl>,
+}
+
+/// A namespaced kernel parameter set in the pod's sandbox.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Sysctl {
+    #[serde(deserialize_with = "null_default")]
+    pub name: String,
+    #[serde(deserialize_with = "null_default")]
+    pub value: String,
+}
+
+/// A reference by name to an object in the pod's namespace (`imagePullSecrets`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LocalObjectReference {
+    #[serde(deserialize_with = "null_default")]
+    pub name: String,
+}
+
+/// A pod volume: a name and exactly one of the supported sources.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Volume {
+    #[serde(deserialize_with = "null_default")]
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub empty_dir: Option<EmptyDirVolumeSource>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_path: Option<HostPathVolumeSource>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config_map: Option<ConfigMapVolumeSource>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret: Option<SecretVolumeSource>,
+}
+
+/// Scratch space living as long as the pod.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct EmptyDirVolumeSource {
+    #[serde(skip_serializing_if = "StorageMedium::is_default")]
+    pub medium: StorageMedium,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size_limit: Option<Quantity>,
+}
+
+/// Where an emptyDir lives: the node's disk (`""`) or tmpfs (`Memory`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StorageMedium {
+    #[default]
+    #[serde(rename = "")]
+    Default,
+    Memory,
+}
+
+impl StorageMedium {
+    fn is_default(&self) -> bool {
+        *self == StorageMedium::Default
+    }
+}
+
+/// A file or directory of the host.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HostPathVolumeSource {
+    #[serde(deserialize_with = "null_default")]
+    pub path: String,
+    #[serde(rename = "type")]
+    pub type_: HostPathType,
+}
+
+/// What a hostPath must be (or be created as) before it is mounted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum HostPathType {
+    /// No check (`""`).
+    #[default]
+    #[serde(rename = "")]
+    Unset,
+    DirectoryOrCreate,
+    Directory,
+    FileOrCreate,
+    File,
+    Socket,
+    CharDevice,
+    BlockDevice,
+}
+
+/// A ConfigMap's keys projected as files.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ConfigMapVolumeSource {
+    #[serde(deserialize_with = "null_default")]
+    pub name: String,
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub items: Vec<KeyToPath>,
+    /// File mode bits (0-0777); 0644 when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default_mode: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub optional: Option<bool>,
+}
+
+/// A Secret's keys projected as files.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SecretVolumeSource {
+    #[serde(deserialize_with = "null_default")]
+    pub secret_name: String,
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub items: Vec<KeyToPath>,
+    /// File mode bits (0-0777); 0644 when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default_mode: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub optional: Option<bool>,
+}
+
+/// Projects one key to a relative file path inside the volume.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct KeyToPath {
+    #[serde(deserialize_with = "null_default")]
+    pub key: String,
+    #[serde(deserialize_with = "null_default")]
+    pub path: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<i32>,
+}
+
+impl Pod {
+    /// Init containers then app containers, in order.
+    pub fn all_containers(&self) -> impl Iterator<Item = &Container> {
+        self.spec
+            .init_containers
+            .iter()
+            .chain(&self.spec.containers)
+    }
+}
