@@ -1,2 +1,3 @@
 //! The agent: sync loop, per-pod workers, poll-based PLEG, crash-loop backoff.
 pub mod backoff;
+pub mod pleg;

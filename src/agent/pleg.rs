@@ -1,0 +1,363 @@
+//! The pod lifecycle event generator, poll-based as kubelet's generic PLEG: every
+//! `plegPeriod` the agent relists sandboxes and containers (two CRI calls), builds a
+//! [`Snapshot`] keyed by pod UID, and [`diff`]s it against the previous one. Each change
+//! becomes an [`Event`] that wakes only the worker of the pod it concerns.
+//!
+//! Only objects carrying our `io.kubernetes.pod.uid` label are looked at: anything else
+//! on the runtime belongs to someone else and is never touched.
+
+use crate::cri::pb;
+use std::collections::BTreeMap;
+
+/// Label that ties a sandbox or container to its pod.
+pub const POD_UID_LABEL: &str = "io.kubernetes.pod.uid";
+
+/// What a relist saw of one sandbox.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SandboxRecord {
+    pub id: String,
+    pub ready: bool,
+    pub attempt: u32,
+    pub created_at: i64,
+}
+
+/// What a relist saw of one container.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContainerRecord {
+    pub id: String,
+    pub sandbox_id: String,
+    pub name: String,
+    pub attempt: u32,
+    pub state: pb::ContainerState,
+    pub created_at: i64,
+}
+
+/// Everything the runtime holds for one pod UID.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PodRecord {
+    pub sandboxes: Vec<SandboxRecord>,
+    pub containers: Vec<ContainerRecord>,
+}
+
+/// One relist, keyed by pod UID.
+pub type Snapshot = BTreeMap<String, PodRecord>;
+
+/// A change between two relists, for one pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    ContainerStarted {
+        pod_uid: String,
+        container_id: String,
+    },
+    ContainerDied {
+        pod_uid: String,
+        container_id: String,
+    },
+    ContainerRemoved {
+        pod_uid: String,
+        container_id: String,
+    },
+    /// Created, or a state the agent does not act on directly (UNKNOWN).
+    ContainerChanged {
+        pod_uid: String,
+        container_id: String,
+    },
+    /// A sandbox appeared, disappeared or changed readiness.
+    SandboxChanged { pod_uid: String, sandbox_id: String },
+}
+
+impl Event {
+    pub fn pod_uid(&self) -> &str {
+        match self {
+            Event::ContainerStarted { pod_uid, .. }
+            | Event::ContainerDied { pod_uid, .. }
+            | Event::ContainerRemoved { pod_uid, .. }
+            | Event::ContainerChanged { pod_uid, .. }
+            | Event::SandboxChanged { pod_uid, .. } => pod_uid,
+        }
+    }
+}
+
+/// Builds a snapshot from the two list answers. Objects without our UID label are skipped.
+pub fn snapshot(sandboxes: &[pb::PodSandbox], containers: &[pb::Container]) -> Snapshot {
+    let mut snap = Snapshot::new();
+    for s in sandboxes {
+        let Some(uid) = s.labels.get(POD_UID_LABEL) else {
+            continue;
+        };
+        snap.entry(uid.clone())
+            .or_default()
+            .sandboxes
+            .push(SandboxRecord {
+                id: s.id.clone(),
+                ready: s.state == pb::PodSandboxState::SandboxReady as i32,
+                attempt: s.metadata.as_ref().map_or(0, |m| m.attempt),
+                created_at: s.created_at,
+            });
+    }
+    for c in containers {
+        let Some(uid) = c.labels.get(POD_UID_LABEL) else {
+            continue;
+        };
+        let meta = c.metadata.as_ref();
+        snap.entry(uid.clone())
+            .or_default()
+            .containers
+            .push(ContainerRecord {
+                id: c.id.clone(),
+                sandbox_id: c.pod_sandbox_id.clone(),
+                name: meta.map_or_else(String::new, |m| m.name.clone()),
+                attempt: meta.map_or(0, |m| m.attempt),
+                state: pb::ContainerState::try_from(c.state)
+                    .unwrap_or(pb::ContainerState::ContainerUnknown),
+                created_at: c.created_at,
+            });
+    }
+    snap
+}
+
+/// The events that turn `old` into `new`, grouped by pod in UID order.
+pub fn diff(old: &Snapshot, new: &Snapshot) -> Vec<Event> {
+    let empty = PodRecord::default();
+    let mut events = Vec::new();
+    let uids = old
+        .keys()
+        .chain(new.keys().filter(|k| !old.contains_key(*k)));
+    for uid in uids {
+        let (o, n) = (
+            old.get(uid).unwrap_or(&empty),
+            new.get(uid).unwrap_or(&empty),
+        );
+        if o != n {
+            diff_pod(uid, o, n, &mut events);
+        }
+    }
+    events
+}
+
+fn diff_pod(uid: &str, old: &PodRecord, new: &PodRecord, out: &mut Vec<Event>) {
+    for s in &new.sandboxes {
+        if old
+            .sandboxes
+            .iter()
+            .find(|o| o.id == s.id)
+            .is_none_or(|o| o.ready != s.ready)
+        {
+            out.push(Event::SandboxChanged {
+                pod_uid: uid.into(),
+                sandbox_id: s.id.clone(),
+            });
+        }
+    }
+    for s in old
+        .sandboxes
+        .iter()
+        .filter(|o| !new.sandboxes.iter().any(|n| n.id == o.id))
+    {
+        out.push(Event::SandboxChanged {
+            pod_uid: uid.into(),
+            sandbox_id: s.id.clone(),
+        });
+    }
+    for c in &new.containers {
+        let before = old
+            .containers
+            .iter()
+            .find(|o| o.id == c.id)
+            .map(|o| o.state);
+        if let Some(e) = container_event(uid, &c.id, before, Some(c.state)) {
+            out.push(e);
+        }
+    }
+    for c in old
+        .containers
+        .iter()
+        .filter(|o| !new.containers.iter().any(|n| n.id == o.id))
+    {
+        out.push(Event::ContainerRemoved {
+            pod_uid: uid.into(),
+            container_id: c.id.clone(),
+        });
+    }
+}
+
+/// The event for one container whose state went from `before` to `after`, as kubelet's
+/// generic PLEG: a container that started and exited between two relists is reported
+/// as died (the exit is what the worker must act on).
+fn container_event(
+    uid: &str,
+    id: &str,
+    before: Option<pb::ContainerState>,
+    after: Option<pb::ContainerState>,
+) -> Option<Event> {
+    use pb::ContainerState::*;
+    if before == after {
+        return None;
+    }
+    let (pod_uid, container_id) = (uid.to_string(), id.to_string());
+    Some(match after {
+        Some(ContainerRunning) => Event::ContainerStarted {
+            pod_uid,
+            container_id,
+        },
+        Some(ContainerExited) => Event::ContainerDied {
+            pod_uid,
+            container_id,
+        },
+        None => Event::ContainerRemoved {
+            pod_uid,
+            container_id,
+        },
+        Some(ContainerCreated) | Some(ContainerUnknown) => Event::ContainerChanged {
+            pod_uid,
+            container_id,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pb::ContainerState::*;
+
+    fn sandbox(id: &str, uid: &str, ready: bool) -> pb::PodSandbox {
+        let state = if ready {
+            pb::PodSandboxState::SandboxReady
+        } else {
+            pb::PodSandboxState::SandboxNotready
+        };
+        pb::PodSandbox {
+            id: id.into(),
+            state: state as i32,
+            labels: [(POD_UID_LABEL.to_string(), uid.to_string())].into(),
+            ..Default::default()
+        }
+    }
+
+    fn container(id: &str, uid: &str, state: pb::ContainerState) -> pb::Container {
+        pb::Container {
+            id: id.into(),
+            pod_sandbox_id: "s1".into(),
+            metadata: Some(pb::ContainerMetadata {
+                name: "app".into(),
+                attempt: 2,
+            }),
+            state: state as i32,
+            labels: [(POD_UID_LABEL.to_string(), uid.to_string())].into(),
+            ..Default::default()
+        }
+    }
+
+    fn ev(kind: &str, uid: &str, id: &str) -> Event {
+        let (pod_uid, container_id) = (uid.to_string(), id.to_string());
+        match kind {
+            "started" => Event::ContainerStarted {
+                pod_uid,
+                container_id,
+            },
+            "died" => Event::ContainerDied {
+                pod_uid,
+                container_id,
+            },
+            "removed" => Event::ContainerRemoved {
+                pod_uid,
+                container_id,
+            },
+            "changed" => Event::ContainerChanged {
+                pod_uid,
+                container_id,
+            },
+            _ => Event::SandboxChanged {
+                pod_uid,
+                sandbox_id: container_id,
+            },
+        }
+    }
+
+    #[test]
+    fn snapshot_groups_by_uid_and_skips_foreign_objects() {
+        let mut foreign = container("x", "u", ContainerRunning);
+        foreign.labels.clear();
+        let snap = snapshot(
+            &[sandbox("s1", "u1", true)],
+            &[container("c1", "u1", ContainerRunning), foreign],
+        );
+        assert_eq!(snap.len(), 1);
+        let rec = &snap["u1"];
+        assert_eq!((rec.sandboxes.len(), rec.containers.len()), (1, 1));
+        assert_eq!(
+            (rec.containers[0].name.as_str(), rec.containers[0].attempt),
+            ("app", 2)
+        );
+        assert!(rec.sandboxes[0].ready);
+    }
+
+    #[test]
+    fn unknown_state_numbers_do_not_panic() {
+        let mut c = container("c1", "u1", ContainerRunning);
+        c.state = 99;
+        c.metadata = None;
+        let snap = snapshot(&[], &[c]);
+        assert_eq!(snap["u1"].containers[0].state, ContainerUnknown);
+    }
+
+    #[test]
+    fn identical_relists_give_no_events() {
+        let s = snapshot(
+            &[sandbox("s1", "u1", true)],
+            &[container("c1", "u1", ContainerRunning)],
+        );
+        assert!(diff(&s, &s.clone()).is_empty());
+    }
+
+    #[test]
+    fn container_transitions() {
+        let sb = [sandbox("s1", "u1", true)];
+        let old = snapshot(
+            &sb,
+            &[
+                container("run", "u1", ContainerRunning),
+                container("gone", "u1", ContainerExited),
+                container("new", "u1", ContainerCreated),
+            ],
+        );
+        let new = snapshot(
+            &sb,
+            &[
+                container("run", "u1", ContainerExited),
+                container("new", "u1", ContainerRunning),
+                container("flash", "u1", ContainerExited),
+            ],
+        );
+        assert_eq!(
+            diff(&old, &new),
+            [
+                ev("died", "u1", "run"),
+                ev("started", "u1", "new"),
+                ev("died", "u1", "flash"),
+                ev("removed", "u1", "gone")
+            ]
+        );
+    }
+
+    #[test]
+    fn sandbox_readiness_and_pods_appearing_and_vanishing() {
+        let old = snapshot(
+            &[sandbox("s1", "u1", true), sandbox("s2", "u2", true)],
+            &[container("c2", "u2", ContainerRunning)],
+        );
+        let new = snapshot(
+            &[sandbox("s1", "u1", false), sandbox("s3", "u3", true)],
+            &[],
+        );
+        assert_eq!(
+            diff(&old, &new),
+            [
+                ev("sandbox", "u1", "s1"),
+                ev("sandbox", "u2", "s2"),
+                ev("removed", "u2", "c2"),
+                ev("sandbox", "u3", "s3")
+            ]
+        );
+    }
+}
