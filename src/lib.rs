@@ -10,6 +10,7 @@
 //! - [`agent`]: the sync loop, pod workers, PLEG and backoff.
 //! - [`gc`]: image GC, container GC, container log rotation.
 //! - [`cli`]: the `tinylet` subcommands.
+//! - [`sdnotify`]: systemd readiness notification (`READY=1`), by hand.
 
 pub mod agent;
 pub mod cli;
@@ -19,4 +20,5 @@ pub mod gc;
 pub mod kuberuntime;
 pub mod model;
 pub mod rt;
+pub mod sdnotify;
 pub mod store;
