@@ -10,7 +10,7 @@ use crate::cri::pb;
 use std::collections::BTreeMap;
 
 /// Label that ties a sandbox or container to its pod.
-pub const POD_UID_LABEL: &str = "io.kubernetes.pod.uid";
+pub use crate::kuberuntime::labels::POD_UID as POD_UID_LABEL;
 
 /// What a relist saw of one sandbox.
 #[derive(Debug, Clone, PartialEq)]

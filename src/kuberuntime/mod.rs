@@ -1,1 +1,3 @@
 //! kubelet's kuberuntime, reduced: pods to CRI sandbox/container configs, status back.
+pub mod labels;
+pub mod observed;

@@ -1,0 +1,284 @@
+//! What to do to bring one pod from what the runtime shows to what its spec asks, as
+//! kubelet's `computePodActions`: recreate the sandbox when it is missing, not ready or
+//! its sandbox-level spec changed; run init containers one at a time, in order; start or
+//! restart app containers according to `restartPolicy`; replace containers whose spec
+//! changed; kill what no longer belongs. Pure: the caller supplies the hashes of the
+//! desired spec, and applies backoff when it carries the actions out.
+
+use crate::kuberuntime::observed::{ObservedContainer, ObservedPod, State};
+use crate::model::pod::RestartPolicy;
+use crate::model::{Container, Pod};
+
+/// The desired spec's hashes, computed by the caller (kuberuntime's hash functions).
+pub struct Desired<'a> {
+    pub pod: &'a Pod,
+    pub sandbox_hash: &'a str,
+    /// Hash of a container spec (init or app).
+    pub container_hash: &'a dyn Fn(&Container) -> String,
+}
+
+/// Why a container is (re)started; shown in logs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StartReason {
+    FirstStart,
+    Exited { exit_code: i32 },
+    SpecChanged,
+    SandboxRecreated,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Start {
+    /// Index into `spec.initContainers` (when `init`) or `spec.containers`.
+    pub index: usize,
+    pub init: bool,
+    pub name: String,
+    /// The restart count the new instance gets (its CRI attempt).
+    pub restart_count: u32,
+    pub reason: StartReason,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kill {
+    pub id: String,
+    pub name: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PodActions {
+    /// Stop every container and sandbox of the pod before anything else.
+    pub kill_pod: bool,
+    /// Make a new sandbox (after `kill_pod`), with this attempt number.
+    pub create_sandbox: Option<u32>,
+    /// The ready sandbox to start containers in when none is created.
+    pub sandbox_id: Option<String>,
+    pub kill: Vec<Kill>,
+    pub start: Vec<Start>,
+    /// An init container failed under `restartPolicy: Never`: the pod has failed.
+    pub init_failed: bool,
+}
+
+/// Computes the actions for one pod.
+pub fn compute(desired: &Desired, observed: &ObservedPod) -> PodActions {
+    let spec = &desired.pod.spec;
+    let sandbox = observed.latest_sandbox();
+    let sandbox_ok = sandbox.is_some_and(|s| s.ready && s.hash == desired.sandbox_hash);
+    if !sandbox_ok {
+        return recreate(desired, observed);
+    }
+    let sandbox_id = sandbox.map(|s| s.id.clone());
+    let mut acts = PodActions {
+        sandbox_id: sandbox_id.clone(),
+        ..Default::default()
+    };
+    kill_strays(
+        desired,
+        observed,
+        sandbox_id.as_deref().unwrap_or(""),
+        &mut acts,
+    );
+    if !init_done(desired, observed, &mut acts) {
+        return acts;
+    }
+    let mut keep = 0;
+    for (index, c) in spec.containers.iter().enumerate() {
+        match app_container_action(desired, observed, index, c) {
+            AppAction::Keep => keep += 1,
+            AppAction::Start(s) => acts.start.push(s),
+            AppAction::Replace(k, s) => {
+                acts.kill.push(k);
+                acts.start.push(s);
+            }
+            AppAction::Done => {}
+        }
+    }
+    if keep == 0 && acts.start.is_empty() {
+        // Every container is finished for good: stop the sandbox too (kubelet does).
+        acts.kill_pod = true;
+    }
+    acts
+}
+
+/// The sandbox is missing, dead or outdated: kill everything, and make a new one unless
+/// the pod has already run to completion under a policy that forbids restarts.
+fn recreate(desired: &Desired, observed: &ObservedPod) -> PodActions {
+    let spec = &desired.pod.spec;
+    let attempt = observed.latest_sandbox().map_or(0, |s| s.attempt + 1);
+    let ran_before = observed.latest_sandbox().is_some() && !observed.containers.is_empty();
+    let mut acts = PodActions {
+        kill_pod: observed.latest_sandbox().is_some(),
+        ..Default::default()
+    };
+    if ran_before && spec.restart_policy == RestartPolicy::Never {
+        return acts;
+    }
+    let reason = if observed.latest_sandbox().is_some() {
+        StartReason::SandboxRecreated
+    } else {
+        StartReason::FirstStart
+    };
+    let restart = |name: &str| observed.latest(name).map_or(0, |c| c.restart_count + 1);
+    if let Some(first) = spec.init_containers.first() {
+        acts.start.push(Start {
+            index: 0,
+            init: true,
+            name: first.name.clone(),
+            restart_count: restart(&first.name),
+            reason,
+        });
+    } else {
+        for (index, c) in spec.containers.iter().enumerate() {
+            let done = observed.latest(&c.name).is_some_and(succeeded);
+            if done && spec.restart_policy == RestartPolicy::OnFailure {
+                continue;
+            }
+            acts.start.push(Start {
+                index,
+                init: false,
+                name: c.name.clone(),
+                restart_count: restart(&c.name),
+                reason: reason.clone(),
+            });
+        }
+    }
+    acts.create_sandbox = Some(attempt);
+    acts
+}
+
+/// Running containers that are not part of the spec, or live in an older sandbox.
+fn kill_strays(desired: &Desired, observed: &ObservedPod, sandbox_id: &str, acts: &mut PodActions) {
+    for c in observed
+        .containers
+        .iter()
+        .filter(|c| c.state == State::Running)
+    {
+        let in_spec = desired.pod.all_containers().any(|s| s.name == c.name);
+        let reason = if !in_spec {
+            "container is not in the pod spec"
+        } else if !c.sandbox_id.is_empty() && c.sandbox_id != sandbox_id {
+            "container belongs to an old sandbox"
+        } else if observed.latest(&c.name).is_some_and(|l| l.id != c.id) {
+            "a newer instance of the container exists"
+        } else {
+            continue;
+        };
+        acts.kill.push(Kill {
+            id: c.id.clone(),
+            name: c.name.clone(),
+            reason: reason.into(),
+        });
+    }
+}
+
+/// Walks the init containers in order. Returns true when all have succeeded; otherwise
+/// records the next one to start (or the pod's failure) in `acts`.
+fn init_done(desired: &Desired, observed: &ObservedPod, acts: &mut PodActions) -> bool {
+    let spec = &desired.pod.spec;
+    for (index, c) in spec.init_containers.iter().enumerate() {
+        let latest = observed.latest(&c.name);
+        let start = |reason| Start {
+            index,
+            init: true,
+            name: c.name.clone(),
+            restart_count: latest.map_or(0, |l| l.restart_count + 1),
+            reason,
+        };
+        match latest {
+            Some(l) if succeeded(l) => continue,
+            Some(l)
+                if l.state == State::Running
+                    || l.state == State::Created && l.started_at == 0 && is_fresh(l) =>
+            {
+                return false;
+            }
+            Some(l) if l.state == State::Exited && spec.restart_policy == RestartPolicy::Never => {
+                acts.init_failed = true;
+                acts.kill_pod = true;
+                return false;
+            }
+            Some(l) => acts.start.push(start(StartReason::Exited {
+                exit_code: l.exit_code,
+            })),
+            None => acts.start.push(start(StartReason::FirstStart)),
+        }
+        return false;
+    }
+    true
+}
+
+enum AppAction {
+    Keep,
+    Start(Start),
+    Replace(Kill, Start),
+    /// Finished and must not be restarted.
+    Done,
+}
+
+fn app_container_action(
+    desired: &Desired,
+    observed: &ObservedPod,
+    index: usize,
+    c: &Container,
+) -> AppAction {
+    let latest = observed.latest(&c.name);
+    let start = |reason| Start {
+        index,
+        init: false,
+        name: c.name.clone(),
+        restart_count: latest.map_or(0, |l| l.restart_count + 1),
+        reason,
+    };
+    let Some(l) = latest else {
+        return AppAction::Start(start(StartReason::FirstStart));
+    };
+    match l.state {
+        State::Running if l.hash != (desired.container_hash)(c) => {
+            let kill = Kill {
+                id: l.id.clone(),
+                name: c.name.clone(),
+                reason: "container spec changed".into(),
+            };
+            AppAction::Replace(kill, start(StartReason::SpecChanged))
+        }
+        State::Running => AppAction::Keep,
+        // Being created right now by this agent; do not start a second one.
+        State::Created if is_fresh(l) => AppAction::Keep,
+        _ if should_restart(desired.pod.spec.restart_policy, l) => {
+            let reason = if l.hash != (desired.container_hash)(c) {
+                StartReason::SpecChanged
+            } else {
+                StartReason::Exited {
+                    exit_code: l.exit_code,
+                }
+            };
+            AppAction::Start(start(reason))
+        }
+        _ => AppAction::Done,
+    }
+}
+
+/// Whether an exited container is started again under `policy`.
+fn should_restart(policy: RestartPolicy, c: &ObservedContainer) -> bool {
+    match policy {
+        RestartPolicy::Always => true,
+        RestartPolicy::OnFailure => !succeeded(c),
+        RestartPolicy::Never => false,
+    }
+}
+
+fn succeeded(c: &ObservedContainer) -> bool {
+    c.state == State::Exited && c.exit_code == 0
+}
+
+/// A container created but never started is only "in progress" for a short while; after
+/// that it is a leftover of a failed start (kubelet treats it as not running).
+fn is_fresh(c: &ObservedContainer) -> bool {
+    const GRACE_NS: i64 = 60_000_000_000;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64);
+    now.saturating_sub(c.created_at) < GRACE_NS
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,249 @@
+use super::*;
+use crate::kuberuntime::observed::ObservedSandbox;
+
+fn pod(init: &[&str], apps: &[&str], policy: RestartPolicy) -> Pod {
+    let mk = |n: &&str| Container {
+        name: n.to_string(),
+        image: format!("img-{n}"),
+        ..Default::default()
+    };
+    let mut p = Pod::default();
+    p.spec.init_containers = init.iter().map(mk).collect();
+    p.spec.containers = apps.iter().map(mk).collect();
+    p.spec.restart_policy = policy;
+    p
+}
+
+/// Hash is the image name, so tests change a spec by changing the image.
+fn hash(c: &Container) -> String {
+    c.image.clone()
+}
+
+fn sandbox(id: &str, ready: bool, attempt: u32, t: i64) -> ObservedSandbox {
+    ObservedSandbox {
+        id: id.into(),
+        ready,
+        attempt,
+        created_at: t,
+        hash: "sb".into(),
+        ip: String::new(),
+    }
+}
+
+fn ctr(id: &str, name: &str, state: State, exit: i32, restarts: u32, t: i64) -> ObservedContainer {
+    ObservedContainer {
+        id: id.into(),
+        sandbox_id: "s1".into(),
+        name: name.into(),
+        state,
+        exit_code: exit,
+        reason: String::new(),
+        message: String::new(),
+        created_at: t,
+        started_at: t,
+        finished_at: 0,
+        hash: format!("img-{name}"),
+        restart_count: restarts,
+        image: String::new(),
+        image_ref: String::new(),
+    }
+}
+
+fn run(p: &Pod, sandboxes: Vec<ObservedSandbox>, containers: Vec<ObservedContainer>) -> PodActions {
+    let d = Desired {
+        pod: p,
+        sandbox_hash: "sb",
+        container_hash: &hash,
+    };
+    compute(&d, &ObservedPod::new(sandboxes, containers))
+}
+
+fn started(a: &PodActions) -> Vec<(&str, u32)> {
+    a.start
+        .iter()
+        .map(|s| (s.name.as_str(), s.restart_count))
+        .collect()
+}
+
+#[test]
+fn new_pod_gets_a_sandbox_and_all_app_containers() {
+    let a = run(
+        &pod(&[], &["a", "b"], RestartPolicy::Always),
+        vec![],
+        vec![],
+    );
+    assert_eq!(a.create_sandbox, Some(0));
+    assert!(!a.kill_pod);
+    assert_eq!(started(&a), [("a", 0), ("b", 0)]);
+}
+
+#[test]
+fn new_pod_with_init_containers_starts_only_the_first_init() {
+    let a = run(
+        &pod(&["i1", "i2"], &["a"], RestartPolicy::Always),
+        vec![],
+        vec![],
+    );
+    assert_eq!(started(&a), [("i1", 0)]);
+    assert!(a.start[0].init);
+}
+
+#[test]
+fn healthy_pod_needs_nothing() {
+    let p = pod(&[], &["a"], RestartPolicy::Always);
+    let a = run(
+        &p,
+        vec![sandbox("s1", true, 0, 1)],
+        vec![ctr("c1", "a", State::Running, 0, 0, 2)],
+    );
+    assert_eq!(
+        a,
+        PodActions {
+            sandbox_id: Some("s1".into()),
+            ..Default::default()
+        }
+    );
+}
+
+#[test]
+fn dead_sandbox_is_recreated_with_the_next_attempt() {
+    let p = pod(&[], &["a"], RestartPolicy::Always);
+    let a = run(
+        &p,
+        vec![sandbox("s1", false, 3, 1)],
+        vec![ctr("c1", "a", State::Exited, 137, 4, 2)],
+    );
+    assert!(a.kill_pod);
+    assert_eq!(a.create_sandbox, Some(4));
+    assert_eq!(started(&a), [("a", 5)]);
+    assert_eq!(a.start[0].reason, StartReason::SandboxRecreated);
+}
+
+#[test]
+fn changed_sandbox_spec_recreates_the_pod() {
+    let p = pod(&[], &["a"], RestartPolicy::Always);
+    let mut sb = sandbox("s1", true, 0, 1);
+    sb.hash = "old".into();
+    let a = run(&p, vec![sb], vec![ctr("c1", "a", State::Running, 0, 0, 2)]);
+    assert!(a.kill_pod);
+    assert_eq!(a.create_sandbox, Some(1));
+}
+
+#[test]
+fn never_policy_does_not_recreate_a_finished_pod() {
+    let p = pod(&[], &["a"], RestartPolicy::Never);
+    let a = run(
+        &p,
+        vec![sandbox("s1", false, 0, 1)],
+        vec![ctr("c1", "a", State::Exited, 1, 0, 2)],
+    );
+    assert!(a.kill_pod);
+    assert_eq!(a.create_sandbox, None);
+    assert!(a.start.is_empty());
+}
+
+#[test]
+fn restart_policies_on_exit() {
+    let sb = || vec![sandbox("s1", true, 0, 1)];
+    let exited = |code| vec![ctr("c1", "a", State::Exited, code, 2, 2)];
+    let always = run(&pod(&[], &["a"], RestartPolicy::Always), sb(), exited(0));
+    assert_eq!(started(&always), [("a", 3)]);
+    assert_eq!(always.start[0].reason, StartReason::Exited { exit_code: 0 });
+    let on_failure_ok = run(&pod(&[], &["a"], RestartPolicy::OnFailure), sb(), exited(0));
+    assert!(on_failure_ok.start.is_empty());
+    assert!(
+        on_failure_ok.kill_pod,
+        "all containers done: the sandbox is stopped"
+    );
+    let on_failure_bad = run(&pod(&[], &["a"], RestartPolicy::OnFailure), sb(), exited(3));
+    assert_eq!(started(&on_failure_bad), [("a", 3)]);
+    let never = run(&pod(&[], &["a"], RestartPolicy::Never), sb(), exited(3));
+    assert!(never.start.is_empty());
+    assert!(never.kill_pod);
+}
+
+#[test]
+fn changed_container_spec_replaces_only_that_container() {
+    let mut p = pod(&[], &["a", "b"], RestartPolicy::Always);
+    p.spec.containers[1].image = "img-b2".into();
+    let a = run(
+        &p,
+        vec![sandbox("s1", true, 0, 1)],
+        vec![
+            ctr("c1", "a", State::Running, 0, 0, 2),
+            ctr("c2", "b", State::Running, 0, 1, 3),
+        ],
+    );
+    assert_eq!(
+        a.kill.iter().map(|k| k.id.as_str()).collect::<Vec<_>>(),
+        ["c2"]
+    );
+    assert_eq!(started(&a), [("b", 2)]);
+    assert_eq!(a.start[0].reason, StartReason::SpecChanged);
+    assert!(!a.kill_pod);
+}
+
+#[test]
+fn init_containers_run_in_order_then_apps() {
+    let p = pod(&["i1", "i2"], &["a"], RestartPolicy::Always);
+    let sb = || vec![sandbox("s1", true, 0, 1)];
+    let running = run(&p, sb(), vec![ctr("x", "i1", State::Running, 0, 0, 2)]);
+    assert!(running.start.is_empty() && !running.kill_pod);
+    let first_done = run(&p, sb(), vec![ctr("x", "i1", State::Exited, 0, 0, 2)]);
+    assert_eq!(started(&first_done), [("i2", 0)]);
+    let all_done = run(
+        &p,
+        sb(),
+        vec![
+            ctr("x", "i1", State::Exited, 0, 0, 2),
+            ctr("y", "i2", State::Exited, 0, 0, 3),
+        ],
+    );
+    assert_eq!(started(&all_done), [("a", 0)]);
+}
+
+#[test]
+fn failed_init_container_restarts_or_fails_the_pod() {
+    let sb = || vec![sandbox("s1", true, 0, 1)];
+    let failed = || vec![ctr("x", "i1", State::Exited, 2, 1, 2)];
+    let always = run(&pod(&["i1"], &["a"], RestartPolicy::Always), sb(), failed());
+    assert_eq!(started(&always), [("i1", 2)]);
+    let never = run(&pod(&["i1"], &["a"], RestartPolicy::Never), sb(), failed());
+    assert!(never.init_failed && never.kill_pod && never.start.is_empty());
+}
+
+#[test]
+fn strays_are_killed() {
+    let p = pod(&[], &["a"], RestartPolicy::Always);
+    let mut old = ctr("c0", "a", State::Running, 0, 0, 1);
+    old.sandbox_id = "s0".into();
+    let a = run(
+        &p,
+        vec![sandbox("s1", true, 1, 5)],
+        vec![
+            old,
+            ctr("c1", "a", State::Running, 0, 1, 6),
+            ctr("z", "gone", State::Running, 0, 0, 6),
+        ],
+    );
+    let mut killed: Vec<_> = a.kill.iter().map(|k| k.id.as_str()).collect();
+    killed.sort();
+    assert_eq!(killed, ["c0", "z"]);
+    assert!(a.start.is_empty());
+}
+
+#[test]
+fn a_container_being_created_is_not_started_twice() {
+    let p = pod(&[], &["a"], RestartPolicy::Always);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as i64;
+    let mut c = ctr("c1", "a", State::Created, 0, 0, now);
+    c.started_at = 0;
+    let a = run(&p, vec![sandbox("s1", true, 0, 1)], vec![c.clone()]);
+    assert!(a.start.is_empty());
+    c.created_at = now - 120_000_000_000;
+    let stale = run(&p, vec![sandbox("s1", true, 0, 1)], vec![c]);
+    assert_eq!(started(&stale), [("a", 1)]);
+}
