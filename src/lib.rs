@@ -9,6 +9,7 @@
 //! - [`kuberuntime`]: turning pods into CRI sandboxes/containers and back into status.
 //! - [`agent`]: the sync loop, pod workers, PLEG and backoff.
 //! - [`gc`]: image GC, container GC, container log rotation.
+//! - [`logs`]: reading CRI container log files (`tinylet logs`).
 //! - [`cli`]: the `tinylet` subcommands.
 //! - [`sdnotify`]: systemd readiness notification (`READY=1`), by hand.
 
@@ -18,6 +19,7 @@ pub mod config;
 pub mod cri;
 pub mod gc;
 pub mod kuberuntime;
+pub mod logs;
 pub mod model;
 pub mod rt;
 pub mod sdnotify;
