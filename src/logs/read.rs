@@ -345,7 +345,7 @@ mod tests {
             false
         };
         let st = follow(
-            &[live.clone()],
+            std::slice::from_ref(&live),
             &ReadOptions::default(),
             &mut out,
             &mut stop,
