@@ -1,1 +1,9 @@
 //! Garbage collection bounded by size: images, dead containers, container logs.
+//!
+//! - [`image_ref`]: matching image references to the runtime's images.
+//! - [`image_policy`]: the image GC rule (how much to free, what is protected, LRU order).
+//! - [`image_records`]: first-seen / last-used times, persisted sparingly.
+
+pub mod image_policy;
+pub mod image_records;
+pub mod image_ref;

@@ -1,0 +1,238 @@
+//! What the image GC remembers about each image: when it was first seen and when it was
+//! last seen in use, kept across agent restarts in `STATE_DIR/images.json`.
+//!
+//! Flash wear: the file is written only when what it says would change meaningfully:
+//! an image appears or disappears, or an image starts or stops being used. While the same
+//! containers keep running, no pass writes anything (zero writes at steady state).
+//! An image in use at write time is saved with `inUse: true`; after a restart such images
+//! count as used at load time, so the downtime never makes them look older than they are.
+//! The last-used time of an unused image is frozen when it stops being used, which is
+//! exactly when the file is written, so the saved value is exact to one GC period.
+
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashSet};
+
+/// The file name under the state directory.
+pub const FILE_NAME: &str = "images.json";
+
+/// One image's times (Unix seconds; 0 = unknown / never).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Record {
+    pub first_detected: u64,
+    pub last_used: u64,
+    #[serde(default)]
+    pub in_use: bool,
+}
+
+#[derive(Deserialize)]
+struct FileFormat {
+    version: u32,
+    images: BTreeMap<String, Record>,
+}
+
+#[derive(Serialize)]
+struct FileRef<'a> {
+    version: u32,
+    images: &'a BTreeMap<String, Record>,
+}
+
+/// The records plus what is needed to decide when to save them.
+#[derive(Debug, Default)]
+pub struct ImageRecords {
+    records: BTreeMap<String, Record>,
+    /// Records differ from the file in a way worth a write.
+    dirty: bool,
+    /// No pass has run since the agent started.
+    fresh: bool,
+    /// A records file existed when the agent started.
+    had_file: bool,
+    /// Writes done by this process (reported by the bench and tests).
+    pub writes: u64,
+}
+
+impl ImageRecords {
+    /// Records read from the file's bytes (`None`: no file). A file that does not parse
+    /// is logged and treated as absent: losing last-used times only makes GC order
+    /// less exact, never unsafe (protected images are computed afresh each pass).
+    pub fn from_file(bytes: Option<&[u8]>, now: u64, what: &str) -> Self {
+        let mut r = ImageRecords {
+            fresh: true,
+            ..Default::default()
+        };
+        let Some(bytes) = bytes else { return r };
+        match serde_json::from_slice::<FileFormat>(bytes) {
+            Ok(f) if f.version == 1 => {
+                r.had_file = true;
+                r.records = f.images;
+                for rec in r.records.values_mut().filter(|x| x.in_use) {
+                    rec.last_used = rec.last_used.max(now);
+                }
+            }
+            Ok(f) => log::warn!("{what}: unknown version {}, starting afresh", f.version),
+            Err(e) => log::warn!("{what}: not valid image records ({e}), starting afresh"),
+        }
+        r
+    }
+
+    /// Updates the records from one listing: the `present` image ids and those `in_use`.
+    /// New images are first seen `now`, except on the first pass of an agent that has no
+    /// records file at all: then, as kubelet does at startup, their first-seen time is
+    /// unknown (0), so minAge does not hold back images that were there before. Images no
+    /// longer present are forgotten.
+    pub fn observe(&mut self, present: &HashSet<&str>, in_use: &HashSet<&str>, now: u64) {
+        let first_seen = if self.fresh && !self.had_file { 0 } else { now };
+        self.fresh = false;
+        self.retain_present(present);
+        for &id in present {
+            let used = in_use.contains(id);
+            let rec = match self.records.get_mut(id) {
+                Some(r) => r,
+                None => {
+                    self.dirty = true;
+                    self.records.entry(id.to_string()).or_insert(Record {
+                        first_detected: first_seen,
+                        last_used: 0,
+                        in_use: false,
+                    })
+                }
+            };
+            if used {
+                rec.last_used = now;
+            }
+            if rec.in_use != used {
+                rec.in_use = used;
+                self.dirty = true;
+            }
+        }
+    }
+
+    /// Forgets every image not in `present`.
+    pub fn retain_present(&mut self, present: &HashSet<&str>) {
+        let before = self.records.len();
+        self.records.retain(|id, _| present.contains(id.as_str()));
+        if self.records.len() != before {
+            self.dirty = true;
+        }
+    }
+
+    /// Forgets one image (after a successful removal).
+    pub fn forget(&mut self, id: &str) {
+        if self.records.remove(id).is_some() {
+            self.dirty = true;
+        }
+    }
+
+    pub fn get(&self, id: &str) -> Option<&Record> {
+        self.records.get(id)
+    }
+
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// The file's new contents if a write is due; call [`ImageRecords::saved`] once
+    /// written.
+    pub fn pending_write(&self) -> Option<Vec<u8>> {
+        if !self.dirty {
+            return None;
+        }
+        let f = FileRef {
+            version: 1,
+            images: &self.records,
+        };
+        serde_json::to_vec(&f).ok()
+    }
+
+    /// Marks the records as saved.
+    pub fn saved(&mut self) {
+        self.dirty = false;
+        self.had_file = true;
+        self.writes += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set<'a>(ids: &[&'a str]) -> HashSet<&'a str> {
+        ids.iter().copied().collect()
+    }
+
+    /// Saves if due, returning whether a write happened; the bytes go to `file`.
+    fn save(r: &mut ImageRecords, file: &mut Option<Vec<u8>>) -> bool {
+        match r.pending_write() {
+            Some(b) => {
+                *file = Some(b);
+                r.saved();
+                true
+            }
+            None => false,
+        }
+    }
+
+    #[test]
+    fn writes_only_when_the_set_or_use_changes() {
+        let mut file = None;
+        let mut r = ImageRecords::from_file(None, 1000, "t");
+        r.observe(&set(&["a", "b"]), &set(&["a"]), 1000);
+        assert!(save(&mut r, &mut file), "first listing is written");
+        // Same images, same use: many passes, no write, but a's last use advances.
+        for t in 1..100 {
+            r.observe(&set(&["a", "b"]), &set(&["a"]), 1000 + t * 300);
+            assert!(!save(&mut r, &mut file));
+        }
+        assert_eq!(r.get("a").unwrap().last_used, 1000 + 99 * 300);
+        // a stops being used: write (its last use is now frozen).
+        r.observe(&set(&["a", "b"]), &set(&[]), 40_000);
+        assert!(save(&mut r, &mut file));
+        assert_eq!(r.get("a").unwrap().last_used, 1000 + 99 * 300);
+        // A new image appears: write; it is first seen now.
+        r.observe(&set(&["a", "b", "c"]), &set(&[]), 41_000);
+        assert!(save(&mut r, &mut file));
+        assert_eq!(r.get("c").unwrap().first_detected, 41_000);
+        // An image disappears: write.
+        r.observe(&set(&["a", "c"]), &set(&[]), 42_000);
+        assert!(save(&mut r, &mut file));
+        assert!(r.get("b").is_none());
+        assert_eq!(r.writes, 4);
+    }
+
+    #[test]
+    fn first_pass_without_file_treats_images_as_old() {
+        let mut r = ImageRecords::from_file(None, 500, "t");
+        r.observe(&set(&["old"]), &set(&[]), 500);
+        assert_eq!(r.get("old").unwrap().first_detected, 0);
+        r.observe(&set(&["old", "new"]), &set(&[]), 800);
+        assert_eq!(r.get("new").unwrap().first_detected, 800);
+    }
+
+    #[test]
+    fn survives_a_restart() {
+        let mut file = None;
+        let mut r = ImageRecords::from_file(None, 100, "t");
+        r.observe(&set(&["used", "idle"]), &set(&["used", "idle"]), 100);
+        r.observe(&set(&["used", "idle"]), &set(&["used"]), 200);
+        assert!(save(&mut r, &mut file));
+        // Restart much later: the in-use image counts as used at load time, the idle one
+        // keeps its exact last use; a new image is first seen now (a file existed).
+        let mut r2 = ImageRecords::from_file(file.as_deref(), 10_000, "t");
+        assert_eq!(r2.get("used").unwrap().last_used, 10_000);
+        assert_eq!(r2.get("idle").unwrap().last_used, 100);
+        r2.observe(&set(&["used", "idle", "new"]), &set(&["used"]), 10_000);
+        assert_eq!(r2.get("new").unwrap().first_detected, 10_000);
+    }
+
+    #[test]
+    fn corrupt_file_starts_afresh() {
+        for bad in [&b"{"[..], b"[]", br#"{"version":7,"images":{}}"#] {
+            let r = ImageRecords::from_file(Some(bad), 1, "images.json");
+            assert!(r.is_empty());
+        }
+    }
+}
