@@ -1,0 +1,252 @@
+//! On-disk leftovers of deleted pods: volume data under `podsDir/UID/` (emptyDir,
+//! projected configMap/secret files) and log directories `podLogsDir/NS_NAME_UID/`.
+//!
+//! A directory is a leftover only when no desired pod has its UID and no sandbox of ours
+//! exists for it (a pod being torn down keeps its data until its sandbox is gone). A
+//! directory with anything mounted at or below it (a tmpfs emptyDir, a bind mount) is
+//! never removed: deleting through a mount could reach data that is not ours.
+
+use std::collections::HashSet;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// The pod UID in a log directory name `NS_NAME_UID` (namespace and name are DNS-1123,
+/// so they hold no `_`).
+pub fn log_dir_uid(name: &str) -> Option<&str> {
+    let (_, uid) = name.rsplit_once('_')?;
+    Some(uid).filter(|u| !u.is_empty())
+}
+
+/// Whether a directory of pod `uid` may go.
+pub fn is_leftover(uid: &str, desired: &HashSet<&str>, sandbox_uids: &HashSet<&str>) -> bool {
+    !desired.contains(uid) && !sandbox_uids.contains(uid)
+}
+
+/// What a leftover sweep did.
+#[derive(Debug, Default)]
+pub struct LeftoverReport {
+    pub removed: Vec<PathBuf>,
+    pub bytes_freed: u64,
+    /// Directories that could not be removed (retried next pass), with the reason.
+    pub failed: Vec<(PathBuf, String)>,
+}
+
+/// Removes leftover pod directories under `pods_dir` (named by UID) and `pod_logs_dir`
+/// (named `NS_NAME_UID`). Missing roots are fine (nothing ran yet).
+pub fn sweep(
+    pods_dir: &Path,
+    pod_logs_dir: &Path,
+    desired: &HashSet<&str>,
+    sandbox_uids: &HashSet<&str>,
+) -> LeftoverReport {
+    let mut report = LeftoverReport::default();
+    let mut victims = Vec::new();
+    collect(
+        pods_dir,
+        |n| Some(n),
+        desired,
+        sandbox_uids,
+        &mut victims,
+        &mut report,
+    );
+    collect(
+        pod_logs_dir,
+        log_dir_uid,
+        desired,
+        sandbox_uids,
+        &mut victims,
+        &mut report,
+    );
+    if victims.is_empty() {
+        return report;
+    }
+    let mounts = mount_points().unwrap_or_else(|e| {
+        log::warn!("/proc/self/mountinfo: {e}; not removing pod directories this pass");
+        vec![PathBuf::from("/")]
+    });
+    for dir in victims {
+        if let Some(m) = mounts
+            .iter()
+            .find(|m| m.starts_with(&dir) || dir == Path::new("/"))
+        {
+            report
+                .failed
+                .push((dir, format!("{} is mounted inside it", m.display())));
+            continue;
+        }
+        let size = dir_size(&dir);
+        match std::fs::remove_dir_all(&dir) {
+            Ok(()) => {
+                report.bytes_freed += size;
+                report.removed.push(dir);
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => report.failed.push((dir, e.to_string())),
+        }
+    }
+    report
+}
+
+/// Adds the leftover directories of `root` to `out`; `uid_of` maps an entry name to its
+/// pod UID.
+fn collect(
+    root: &Path,
+    uid_of: impl Fn(&str) -> Option<&str>,
+    desired: &HashSet<&str>,
+    sandbox_uids: &HashSet<&str>,
+    out: &mut Vec<PathBuf>,
+    report: &mut LeftoverReport,
+) {
+    let entries = match std::fs::read_dir(root) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return,
+        Err(e) => {
+            report.failed.push((root.to_path_buf(), e.to_string()));
+            return;
+        }
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(uid) = name.to_str().and_then(&uid_of) else {
+            continue;
+        };
+        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+        if is_dir && is_leftover(uid, desired, sandbox_uids) {
+            out.push(entry.path());
+        }
+    }
+}
+
+/// Total size of the regular files below `dir` (symlinks not followed).
+fn dir_size(dir: &Path) -> u64 {
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            match e.file_type() {
+                Ok(t) if t.is_dir() => stack.push(e.path()),
+                Ok(t) if t.is_file() => total += e.metadata().map_or(0, |m| m.len()),
+                _ => {}
+            }
+        }
+    }
+    total
+}
+
+/// Every mount point of this mount namespace (field 5 of `/proc/self/mountinfo`).
+fn mount_points() -> io::Result<Vec<PathBuf>> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo")?;
+    Ok(text
+        .lines()
+        .filter_map(|l| l.split(' ').nth(4))
+        .map(|p| PathBuf::from(unescape_octal(p)))
+        .collect())
+}
+
+/// Undoes mountinfo's `\NNN` octal escapes (space, tab, newline, backslash).
+fn unescape_octal(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while let Some(&c) = b.get(i) {
+        let code = b
+            .get(i + 1..i + 4)
+            .filter(|d| c == b'\\' && d.iter().all(|x| (b'0'..=b'7').contains(x)))
+            .map(|d| d.iter().fold(0u32, |n, x| n * 8 + u32::from(x - b'0')));
+        match code.and_then(|n| u8::try_from(n).ok()) {
+            Some(byte) => {
+                out.push(byte);
+                i += 4;
+            }
+            None => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uid_from_log_dir_name() {
+        assert_eq!(log_dir_uid("default_web_1234-abcd"), Some("1234-abcd"));
+        assert_eq!(log_dir_uid("nouid_"), None);
+        assert_eq!(log_dir_uid("plain"), None);
+    }
+
+    #[test]
+    fn octal_escapes() {
+        assert_eq!(unescape_octal(r"/a\040b\\c"), r"/a b\\c");
+        assert_eq!(unescape_octal(r"/x\134y\0"), r"/x\y\0");
+    }
+
+    #[test]
+    fn removes_only_dirs_of_pods_neither_desired_nor_with_a_sandbox() {
+        let root = std::env::temp_dir().join(format!("tinylet-leftovers-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let (pods, logs) = (root.join("pods"), root.join("logs"));
+        for d in [
+            pods.join("gone/volumes/kubernetes.io~empty-dir/data"),
+            pods.join("live"),
+            pods.join("tearing-down"),
+            logs.join("default_web_gone/app"),
+            logs.join("default_web_live/app"),
+            logs.join("default_db_tearing-down/db"),
+        ] {
+            std::fs::create_dir_all(&d).unwrap();
+        }
+        std::fs::write(
+            pods.join("gone/volumes/kubernetes.io~empty-dir/data/f"),
+            [0u8; 1000],
+        )
+        .unwrap();
+        std::fs::write(logs.join("default_web_gone/app/0.log"), [0u8; 24]).unwrap();
+        std::fs::write(logs.join("stray-file_x_gone"), b"not a dir").unwrap();
+        let r = sweep(
+            &pods,
+            &logs,
+            &HashSet::from(["live"]),
+            &HashSet::from(["tearing-down"]),
+        );
+        assert!(r.failed.is_empty(), "{:?}", r.failed);
+        let mut removed: Vec<_> = r
+            .removed
+            .iter()
+            .map(|p| p.strip_prefix(&root).unwrap().to_owned())
+            .collect();
+        removed.sort();
+        assert_eq!(
+            removed,
+            [
+                PathBuf::from("logs/default_web_gone"),
+                PathBuf::from("pods/gone")
+            ]
+        );
+        assert_eq!(r.bytes_freed, 1024);
+        for kept in [
+            "pods/live",
+            "pods/tearing-down",
+            "logs/default_web_live",
+            "logs/default_db_tearing-down",
+            "logs/stray-file_x_gone",
+        ] {
+            assert!(root.join(kept).exists(), "{kept}");
+        }
+        // Missing roots are not an error.
+        let r = sweep(
+            &root.join("nope"),
+            &root.join("nope2"),
+            &HashSet::new(),
+            &HashSet::new(),
+        );
+        assert!(r.removed.is_empty() && r.failed.is_empty());
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+}
