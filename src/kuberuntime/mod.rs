@@ -1,6 +1,33 @@
 //! kubelet's kuberuntime, reduced: pods to CRI sandbox/container configs, status back.
 pub mod dns;
+pub mod env;
 pub mod hash;
 pub mod labels;
 pub mod observed;
 pub mod sandbox;
+
+/// Why a pod or container could not be set up, in kubelet's terms: `reason` is what the
+/// container's waiting state shows (`CreateContainerConfigError`, `ErrImagePull`, ...),
+/// `message` the detail.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyncError {
+    pub reason: String,
+    pub message: String,
+}
+
+impl SyncError {
+    pub fn new(reason: &str, message: impl Into<String>) -> Self {
+        SyncError {
+            reason: reason.to_string(),
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for SyncError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.reason, self.message)
+    }
+}
+
+impl std::error::Error for SyncError {}

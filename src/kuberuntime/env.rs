@@ -1,0 +1,208 @@
+//! A container's environment as kubelet builds it: `envFrom` sources first (ConfigMaps
+//! and Secrets, each key prefixed), then `env` in order, where a value may use `$(VAR)`
+//! to refer to a variable defined before it. `valueFrom` reads a pod field, a resource
+//! of the container, or a key of a ConfigMap/Secret from the store. The same expansion
+//! applies to `command` and `args`.
+
+use super::SyncError;
+use crate::model::container::{EnvVar, ResourceFieldSelector};
+use crate::model::{ConfigMap, Container, Pod, Secret};
+use std::collections::BTreeMap;
+
+/// Lookups of the objects a pod refers to (implemented by the store).
+pub trait Objects {
+    fn configmap(&self, namespace: &str, name: &str) -> Option<ConfigMap>;
+    fn secret(&self, namespace: &str, name: &str) -> Option<Secret>;
+}
+
+/// Runtime facts a `fieldRef` can ask for.
+#[derive(Debug, Clone, Default)]
+pub struct PodFacts {
+    pub node_name: String,
+    pub host_ip: String,
+    pub pod_ip: String,
+}
+
+/// Builds the ordered environment of `c`. Missing non-optional references are a
+/// `CreateContainerConfigError`, as in kubelet.
+pub fn container_env(
+    pod: &Pod,
+    c: &Container,
+    facts: &PodFacts,
+    objects: &dyn Objects,
+) -> Result<Vec<(String, String)>, SyncError> {
+    let ns = &pod.metadata.namespace;
+    let mut env: Vec<(String, String)> = Vec::new();
+    for from in &c.env_from {
+        let entries = if let Some(r) = &from.config_map_ref {
+            match objects.configmap(ns, &r.name) {
+                Some(cm) => cm.entries(),
+                None if r.optional == Some(true) => continue,
+                None => return Err(config_error(format!("configmap \"{}\" not found", r.name))),
+            }
+        } else if let Some(r) = &from.secret_ref {
+            match objects.secret(ns, &r.name) {
+                Some(s) => s.entries(),
+                None if r.optional == Some(true) => continue,
+                None => return Err(config_error(format!("secret \"{}\" not found", r.name))),
+            }
+        } else {
+            continue;
+        };
+        for (k, v) in entries {
+            set(
+                &mut env,
+                format!("{}{k}", from.prefix),
+                String::from_utf8_lossy(&v).into_owned(),
+            );
+        }
+    }
+    for var in &c.env {
+        let value = match &var.value_from {
+            None => expand(&var.value, &env),
+            Some(_) => match value_from(pod, c, var, facts, objects)? {
+                Some(v) => v,
+                None => continue,
+            },
+        };
+        set(&mut env, var.name.clone(), value);
+    }
+    Ok(env)
+}
+
+/// Replaces or appends `name` (a later definition wins, in the earlier's place).
+fn set(env: &mut Vec<(String, String)>, name: String, value: String) {
+    match env.iter_mut().find(|(n, _)| *n == name) {
+        Some(slot) => slot.1 = value,
+        None => env.push((name, value)),
+    }
+}
+
+fn config_error(message: String) -> SyncError {
+    SyncError::new("CreateContainerConfigError", message)
+}
+
+/// The value of a `valueFrom` variable; `None` when an optional source is missing.
+fn value_from(
+    pod: &Pod,
+    c: &Container,
+    var: &EnvVar,
+    facts: &PodFacts,
+    objects: &dyn Objects,
+) -> Result<Option<String>, SyncError> {
+    let ns = &pod.metadata.namespace;
+    let Some(src) = &var.value_from else {
+        return Ok(None);
+    };
+    if let Some(f) = &src.field_ref {
+        return field_value(pod, facts, &f.field_path).map(Some);
+    }
+    if let Some(r) = &src.resource_field_ref {
+        return resource_value(c, r).map(Some);
+    }
+    let (kind, sel, value) = if let Some(sel) = &src.config_map_key_ref {
+        let obj = objects.configmap(ns, &sel.name);
+        ("configmap", sel, obj.as_ref().map(|o| o.get(&sel.key)))
+    } else if let Some(sel) = &src.secret_key_ref {
+        let obj = objects.secret(ns, &sel.name);
+        ("secret", sel, obj.as_ref().map(|o| o.get(&sel.key)))
+    } else {
+        return Ok(None);
+    };
+    match value {
+        Some(Some(bytes)) => Ok(Some(String::from_utf8_lossy(&bytes).into_owned())),
+        _ if sel.optional == Some(true) => Ok(None),
+        None => Err(config_error(format!("{kind} \"{}\" not found", sel.name))),
+        Some(None) => Err(config_error(format!(
+            "couldn't find key {} in {kind} {ns}/{}",
+            sel.key, sel.name
+        ))),
+    }
+}
+
+/// A pod field by its `fieldPath`, for the paths Kubernetes allows in env.
+fn field_value(pod: &Pod, facts: &PodFacts, path: &str) -> Result<String, SyncError> {
+    let m = &pod.metadata;
+    let subscript = |prefix: &str| {
+        path.strip_prefix(prefix)
+            .and_then(|r| r.strip_suffix("']"))
+            .map(str::to_string)
+    };
+    Ok(match path {
+        "metadata.name" => m.name.clone(),
+        "metadata.namespace" => m.namespace.clone(),
+        "metadata.uid" => m.uid.clone(),
+        "spec.nodeName" => facts.node_name.clone(),
+        "spec.serviceAccountName" => String::new(),
+        "status.podIP" | "status.podIPs" => facts.pod_ip.clone(),
+        "status.hostIP" | "status.hostIPs" => facts.host_ip.clone(),
+        _ => {
+            if let Some(k) = subscript("metadata.labels['") {
+                m.labels.get(&k).cloned().unwrap_or_default()
+            } else if let Some(k) = subscript("metadata.annotations['") {
+                m.annotations.get(&k).cloned().unwrap_or_default()
+            } else {
+                return Err(config_error(format!("unsupported fieldPath {path:?}")));
+            }
+        }
+    })
+}
+
+/// `limits.cpu`, `requests.memory`, ... of the container, divided by the divisor
+/// (default 1) and rounded up, as kubelet does. A missing limit reads as 0 here
+/// (kubelet would use the node's allocatable; a gateway has no such accounting).
+fn resource_value(c: &Container, r: &ResourceFieldSelector) -> Result<String, SyncError> {
+    let (map, name) = match r.resource.split_once('.') {
+        Some(("limits", n)) => (&c.resources.limits, n),
+        Some(("requests", n)) => (&c.resources.requests, n),
+        _ => {
+            return Err(config_error(format!(
+                "unsupported resourceFieldRef {:?}",
+                r.resource
+            )))
+        }
+    };
+    let nanos = map.get(name).map_or(0, |q| q.nanos());
+    let divisor = r.divisor.as_ref().map_or(1_000_000_000, |d| d.nanos());
+    if divisor <= 0 {
+        return Err(config_error(format!(
+            "resourceFieldRef {:?}: divisor must be positive",
+            r.resource
+        )));
+    }
+    Ok(((nanos + divisor - 1) / divisor).to_string())
+}
+
+/// Expands `$(VAR)` from `env`; `$$` is a literal `$`; an unknown or unterminated
+/// reference is left as written (kubelet's rules).
+pub fn expand(input: &str, env: &[(String, String)]) -> String {
+    let lookup: BTreeMap<&str, &str> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let mut out = String::with_capacity(input.len());
+    let mut rest = input;
+    while let Some(pos) = rest.find('$') {
+        out.push_str(&rest[..pos]);
+        let after = &rest[pos + 1..];
+        if let Some(tail) = after.strip_prefix('$') {
+            out.push('$');
+            rest = tail;
+        } else if let Some((name, tail)) = after.strip_prefix('(').and_then(|a| a.split_once(')')) {
+            match lookup.get(name) {
+                Some(v) => out.push_str(v),
+                None => {
+                    out.push_str("$(");
+                    out.push_str(name);
+                    out.push(')');
+                }
+            }
+            rest = tail;
+        } else {
+            out.push('$');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests;
