@@ -71,6 +71,10 @@ pub struct Container {
     pub termination_message_policy: TerminationMessagePolicy,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub security_context: Option<SecurityContext>,
+    /// Only `Always`, which makes an init container a sidecar; parsed so it can be
+    /// refused (sidecars are not supported) rather than silently ignored.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restart_policy: Option<ContainerRestartPolicy>,
     #[serde(skip_serializing_if = "is_false")]
     pub stdin: bool,
     #[serde(skip_serializing_if = "is_false")]
@@ -85,6 +89,12 @@ pub enum PullPolicy {
     Always,
     IfNotPresent,
     Never,
+}
+
+/// A container-level restart policy (Kubernetes' sidecar containers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ContainerRestartPolicy {
+    Always,
 }
 
 /// Where the termination message comes from.
