@@ -1,0 +1,202 @@
+#!/usr/bin/env bash
+# A local image registry (distribution's `docker-registry serve`) with htpasswd auth, for
+# pull tests through containerd's real pull path.
+#
+#   registry.sh up REGDIR INSTANCE   new registry in REGDIR on 127.0.0.1:<free port>, user
+#                                    and password chosen here; INSTANCE (a containerd.sh
+#                                    instance dir) gets certs.d/127.0.0.1:PORT/hosts.toml so
+#                                    containerd pulls from it over plain http
+#   registry.sh stop REGDIR          stop serving (data, port and credentials kept):
+#                                    "offline" for tests
+#   registry.sh start REGDIR         serve again on the same port
+#   registry.sh down REGDIR          stop, remove REGDIR and the hosts.toml. Idempotent.
+#   registry.sh push REGDIR TAR NAME:TAG   copy an OCI archive into it (skopeo); prints the
+#                                    pullable reference 127.0.0.1:PORT/NAME:TAG
+#   registry.sh env REGDIR           TINYLET_REGISTRY_ADDR, _USER, _PASSWORD (KEY=value)
+#
+# Put REGDIR inside the instance dir (e.g. INSTANCE/reg-1): containerd.sh down then stops
+# it with the instance.
+set -euo pipefail
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+usage() {
+	sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2
+	exit 2
+}
+
+load_env() {
+	local k v
+	[ -f "$1/env" ] || die "$1 is not a harness registry (no env file)"
+	while IFS='=' read -r k v; do
+		[ -n "$k" ] && printf -v "$k" '%s' "$v"
+	done <"$1/env"
+}
+
+write_config() {
+	local reg=$1 port=$2
+	cat >"$reg/config.yml" <<EOF
+# Local registry of the tinylet test harness (tests/harness/registry.sh).
+version: 0.1
+log:
+  level: info
+  accesslog:
+    disabled: true
+storage:
+  filesystem:
+    rootdirectory: $reg/data
+  delete:
+    enabled: true
+  maintenance:
+    uploadpurging:
+      enabled: false
+http:
+  addr: 127.0.0.1:$port
+  secret: $(random_hex 16)
+auth:
+  htpasswd:
+    realm: tinylet-test-registry
+    path: $reg/htpasswd
+EOF
+}
+
+# Starts the registry of REGDIR; returns 1 when its port was taken (caller may retry).
+serve() {
+	local reg=$1 TINYLET_REGISTRY_ADDR='' pid='' offset deadline
+	load_env "$reg"
+	touch "$reg/registry.log"
+	offset=$(stat -c %s "$reg/registry.log")
+	rm -f "$reg/registry.pid"
+	spawn_reaped "$reg/registry.pid" "$reg/registry.log" docker-registry serve "$reg/config.yml"
+	deadline=$((SECONDS + 15))
+	while :; do
+		if [ -z "$pid" ] && [ -s "$reg/registry.pid" ]; then pid=$(cat "$reg/registry.pid"); fi
+		if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then
+			if tail -c +"$((offset + 1))" "$reg/registry.log" | grep -q 'address already in use'; then
+				return 1
+			fi
+			tail -n 30 "$reg/registry.log" >&2
+			die "registry exited during start ($reg/registry.log)"
+		fi
+		if [ -n "$pid" ] && tail -c +"$((offset + 1))" "$reg/registry.log" | grep -qF "listening on $TINYLET_REGISTRY_ADDR"; then
+			return 0
+		fi
+		if [ "$SECONDS" -ge "$deadline" ]; then
+			tail -n 30 "$reg/registry.log" >&2
+			die "registry did not start within 15s ($reg/registry.log)"
+		fi
+		sleep 0.05
+	done
+}
+
+registry_pid() {
+	local reg=$1 pid
+	pid=$(cat "$reg/registry.pid" 2>/dev/null || true)
+	if [ -n "$pid" ] && pid_matches "$pid" "$reg/config.yml"; then
+		printf '%s\n' "$pid"
+		return 0
+	fi
+	pid=$(pids_with_args docker-registry "$reg/config.yml" | head -n1)
+	[ -n "$pid" ] || return 1
+	printf '%s\n' "$pid"
+}
+
+cmd_stop() {
+	local reg=$1 pid
+	while pid=$(registry_pid "$reg"); do
+		stop_pid "$pid" 5
+	done
+	rm -f "$reg/registry.pid"
+}
+
+cmd_up() {
+	local reg inst port user pass hosts try
+	reg=$(abspath "$1")
+	inst=$(abspath "$2")
+	preflight docker-registry htpasswd skopeo ss
+	[ -f "$inst/config.toml" ] || die "$inst is not a containerd.sh instance"
+	if [ -e "$reg" ] && [ -n "$(ls -A "$reg")" ]; then die "$reg exists and is not empty"; fi
+	mkdir -p "$reg/data"
+	user=tinylet
+	pass=$(random_hex 12)
+	htpasswd -Bbn "$user" "$pass" >"$reg/htpasswd" 2>/dev/null || die "htpasswd failed"
+	for try in 1 2 3 4 5 6 7 8; do
+		port=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+		[ -z "$(ss -Hltn "sport = :$port" 2>/dev/null)" ] || continue
+		write_config "$reg" "$port"
+		hosts=$inst/certs.d/127.0.0.1:$port
+		cat >"$reg/env" <<EOF
+TINYLET_REGISTRY_ADDR=127.0.0.1:$port
+TINYLET_REGISTRY_USER=$user
+TINYLET_REGISTRY_PASSWORD=$pass
+TINYLET_REGISTRY_HOSTS_DIR=$hosts
+EOF
+		if serve "$reg"; then
+			mkdir -p "$hosts"
+			cat >"$hosts/hosts.toml" <<EOF
+# Written by tests/harness/registry.sh for $reg
+server = "http://127.0.0.1:$port"
+
+[host."http://127.0.0.1:$port"]
+  capabilities = ["pull", "resolve"]
+EOF
+			return 0
+		fi
+		say "port $port taken (try $try), choosing another"
+	done
+	die "could not find a free port for the registry"
+}
+
+cmd_down() {
+	local reg TINYLET_REGISTRY_HOSTS_DIR=''
+	reg=$(abspath "$1")
+	[ -d "$reg" ] || return 0
+	cmd_stop "$reg"
+	if [ -f "$reg/env" ]; then
+		load_env "$reg"
+		[ -z "$TINYLET_REGISTRY_HOSTS_DIR" ] || rm -rf "$TINYLET_REGISTRY_HOSTS_DIR"
+	fi
+	rm -rf "$reg"
+}
+
+cmd_push() {
+	local reg=$1 tar=$2 ref=$3 TINYLET_REGISTRY_ADDR='' TINYLET_REGISTRY_USER='' TINYLET_REGISTRY_PASSWORD=''
+	load_env "$reg"
+	[ -f "$tar" ] || die "no such image archive: $tar"
+	skopeo --insecure-policy copy --quiet --dest-tls-verify=false \
+		--dest-creds "$TINYLET_REGISTRY_USER:$TINYLET_REGISTRY_PASSWORD" \
+		"oci-archive:$tar" "docker://$TINYLET_REGISTRY_ADDR/$ref" >&2 ||
+		die "skopeo could not push $tar to $TINYLET_REGISTRY_ADDR/$ref"
+	printf '%s/%s\n' "$TINYLET_REGISTRY_ADDR" "$ref"
+}
+
+main() {
+	[ $# -ge 2 ] || usage
+	local cmd=$1
+	shift
+	case $cmd in
+	up)
+		[ $# -eq 2 ] || usage
+		cmd_up "$1" "$2"
+		;;
+	stop) cmd_stop "$(abspath "$1")" ;;
+	start)
+		local reg
+		reg=$(abspath "$1")
+		registry_pid "$reg" >/dev/null && die "registry of $reg is already running"
+		serve "$reg" || die "port of $reg is taken by another process"
+		;;
+	down) cmd_down "$1" ;;
+	push)
+		[ $# -eq 3 ] || usage
+		cmd_push "$(abspath "$1")" "$2" "$3"
+		;;
+	env)
+		load_env "$(abspath "$1")"
+		grep -v '^TINYLET_REGISTRY_HOSTS_DIR=' "$1/env"
+		;;
+	*) usage ;;
+	esac
+}
+
+main "$@"
