@@ -31,3 +31,4 @@ impl std::fmt::Display for SyncError {
 }
 
 impl std::error::Error for SyncError {}
+pub mod resources;

@@ -1,0 +1,237 @@
+//! Container resources to Linux cgroup settings, and the pod's QoS class with the
+//! oom_score_adj it implies, with kubelet's formulas.
+
+use crate::cri::pb;
+use crate::model::{Container, Pod};
+
+/// CFS period kubelet uses, in microseconds.
+pub const CPU_PERIOD_US: i64 = 100_000;
+const MIN_SHARES: i64 = 2;
+const MAX_SHARES: i64 = 262_144;
+const SHARES_PER_CPU: i64 = 1024;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QosClass {
+    Guaranteed,
+    Burstable,
+    BestEffort,
+}
+
+impl QosClass {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QosClass::Guaranteed => "Guaranteed",
+            QosClass::Burstable => "Burstable",
+            QosClass::BestEffort => "BestEffort",
+        }
+    }
+}
+
+fn milli(c: &Container, which: &str, name: &str) -> Option<i64> {
+    let map = if which == "limits" {
+        &c.resources.limits
+    } else {
+        &c.resources.requests
+    };
+    map.get(name).map(|q| q.milli_value())
+}
+
+fn bytes(c: &Container, which: &str, name: &str) -> Option<i64> {
+    let map = if which == "limits" {
+        &c.resources.limits
+    } else {
+        &c.resources.requests
+    };
+    map.get(name).map(|q| q.value())
+}
+
+/// A request defaults to the limit when only the limit is given (API server defaulting).
+fn request_milli(c: &Container, name: &str) -> Option<i64> {
+    milli(c, "requests", name).or_else(|| milli(c, "limits", name))
+}
+
+/// kubelet's QoS rules: Guaranteed when every container has cpu and memory limits equal
+/// to their requests; BestEffort when nobody asks for anything; Burstable otherwise.
+pub fn qos_class(pod: &Pod) -> QosClass {
+    let all: Vec<&Container> = pod.all_containers().collect();
+    let any_set = all
+        .iter()
+        .any(|c| !c.resources.requests.is_empty() || !c.resources.limits.is_empty());
+    if !any_set {
+        return QosClass::BestEffort;
+    }
+    let guaranteed = all.iter().all(|c| {
+        ["cpu", "memory"]
+            .iter()
+            .all(|r| match milli(c, "limits", r) {
+                Some(limit) => request_milli(c, r) == Some(limit),
+                None => false,
+            })
+    });
+    if guaranteed {
+        QosClass::Guaranteed
+    } else {
+        QosClass::Burstable
+    }
+}
+
+/// kubelet's oom_score_adj: Guaranteed -997, BestEffort 1000, Burstable scaled by the
+/// share of the node's memory the container requests, kept within [2, 999].
+pub fn oom_score_adj(qos: QosClass, c: &Container, mem_capacity: i64) -> i64 {
+    match qos {
+        QosClass::Guaranteed => -997,
+        QosClass::BestEffort => 1000,
+        QosClass::Burstable => {
+            let req = bytes(c, "requests", "memory")
+                .or_else(|| bytes(c, "limits", "memory"))
+                .unwrap_or(0);
+            let adj = if mem_capacity > 0 {
+                1000 - (1000 * i128::from(req) / i128::from(mem_capacity)) as i64
+            } else {
+                999
+            };
+            adj.clamp(2, 999)
+        }
+    }
+}
+
+/// The container's Linux resources for CRI.
+pub fn linux_resources(pod: &Pod, c: &Container, mem_capacity: i64) -> pb::LinuxContainerResources {
+    let shares = request_milli(c, "cpu").map_or(MIN_SHARES, |m| {
+        (m * SHARES_PER_CPU / 1000).clamp(MIN_SHARES, MAX_SHARES)
+    });
+    let quota = milli(c, "limits", "cpu").map_or(0, |m| (m * CPU_PERIOD_US / 1000).max(1000));
+    pb::LinuxContainerResources {
+        cpu_period: if quota > 0 { CPU_PERIOD_US } else { 0 },
+        cpu_quota: quota,
+        cpu_shares: shares,
+        memory_limit_in_bytes: bytes(c, "limits", "memory").unwrap_or(0),
+        oom_score_adj: oom_score_adj(qos_class(pod), c, mem_capacity),
+        ..Default::default()
+    }
+}
+
+/// Total memory of this machine in bytes, from /proc/meminfo (0 when unreadable).
+pub fn mem_capacity() -> i64 {
+    let text = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    parse_mem_total(&text)
+}
+
+fn parse_mem_total(meminfo: &str) -> i64 {
+    meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|r| r.trim().trim_end_matches("kB").trim().parse::<i64>().ok())
+        .map_or(0, |kb| kb.saturating_mul(1024))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Quantity;
+
+    fn c(requests: &[(&str, &str)], limits: &[(&str, &str)]) -> Container {
+        let mut c = Container {
+            name: "c".into(),
+            image: "i".into(),
+            ..Default::default()
+        };
+        for (k, v) in requests {
+            c.resources
+                .requests
+                .insert(k.to_string(), Quantity::parse(v).unwrap());
+        }
+        for (k, v) in limits {
+            c.resources
+                .limits
+                .insert(k.to_string(), Quantity::parse(v).unwrap());
+        }
+        c
+    }
+
+    fn pod(cs: Vec<Container>) -> Pod {
+        let mut p = Pod::default();
+        p.spec.containers = cs;
+        p
+    }
+
+    #[test]
+    fn qos_classes() {
+        assert_eq!(qos_class(&pod(vec![c(&[], &[])])), QosClass::BestEffort);
+        assert_eq!(
+            qos_class(&pod(vec![c(&[], &[("cpu", "1"), ("memory", "64Mi")])])),
+            QosClass::Guaranteed
+        );
+        assert_eq!(
+            qos_class(&pod(vec![c(
+                &[("cpu", "500m")],
+                &[("cpu", "1"), ("memory", "64Mi")]
+            )])),
+            QosClass::Burstable
+        );
+        assert_eq!(
+            qos_class(&pod(vec![
+                c(&[], &[("cpu", "1"), ("memory", "1Gi")]),
+                c(&[], &[])
+            ])),
+            QosClass::Burstable
+        );
+    }
+
+    #[test]
+    fn cgroup_numbers() {
+        let ct = c(
+            &[("cpu", "250m"), ("memory", "32Mi")],
+            &[("cpu", "500m"), ("memory", "64Mi")],
+        );
+        let r = linux_resources(&pod(vec![ct.clone()]), &ct, 1 << 30);
+        assert_eq!(
+            (
+                r.cpu_shares,
+                r.cpu_quota,
+                r.cpu_period,
+                r.memory_limit_in_bytes
+            ),
+            (256, 50_000, 100_000, 64 << 20)
+        );
+        // 1000 - 1000 * 32Mi / 1Gi = 1000 - 31 (integer division, as kubelet).
+        assert_eq!(r.oom_score_adj, 969);
+        let none = c(&[], &[]);
+        let r = linux_resources(&pod(vec![none.clone()]), &none, 1 << 30);
+        assert_eq!(
+            (
+                r.cpu_shares,
+                r.cpu_quota,
+                r.memory_limit_in_bytes,
+                r.oom_score_adj
+            ),
+            (2, 0, 0, 1000)
+        );
+        let g = c(&[], &[("cpu", "1m"), ("memory", "8Mi")]);
+        let r = linux_resources(&pod(vec![g.clone()]), &g, 1 << 30);
+        assert_eq!(
+            (r.cpu_shares, r.cpu_quota, r.oom_score_adj),
+            (2, 1000, -997)
+        );
+    }
+
+    #[test]
+    fn burstable_adj_is_clamped() {
+        let big = c(&[("memory", "2Gi")], &[]);
+        assert_eq!(oom_score_adj(QosClass::Burstable, &big, 1 << 30), 2);
+        assert_eq!(
+            oom_score_adj(QosClass::Burstable, &c(&[("cpu", "1")], &[]), 1 << 30),
+            999
+        );
+    }
+
+    #[test]
+    fn meminfo() {
+        assert_eq!(
+            parse_mem_total("MemTotal:       24576000 kB\nMemFree: 1 kB\n"),
+            24_576_000 * 1024
+        );
+        assert_eq!(parse_mem_total("garbage"), 0);
+        assert!(mem_capacity() > 0);
+    }
+}
