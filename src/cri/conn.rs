@@ -164,7 +164,8 @@ impl Channel {
                 Ok(response) => return Ok((response, generation)),
                 Err(e) => {
                     log::debug!("{}: connection unusable: {e}", self.shared.endpoint);
-                    self.shared.forget(generation);
+                    let clean = e.is_go_away() && e.reason() == Some(h2::Reason::NO_ERROR);
+                    self.shared.forget(generation, clean);
                     if attempt >= 2 {
                         let (code, msg) = response::h2_refusal(&e);
                         return Err(CriError::new(code, method, msg));
@@ -246,42 +247,55 @@ impl Shared {
         let shared = Rc::downgrade(self);
         let endpoint = self.endpoint.clone();
         crate::rt::spawn(async move {
-            match connection.await {
-                Ok(()) => log::debug!("{endpoint}: connection closed"),
-                Err(e) => log::info!("{endpoint}: connection lost: {e}"),
-            }
+            let clean = match connection.await {
+                Ok(()) => {
+                    log::debug!("{endpoint}: connection closed");
+                    true
+                }
+                Err(e) => {
+                    log::info!("{endpoint}: connection lost: {e}");
+                    false
+                }
+            };
             if let Some(shared) = shared.upgrade() {
-                shared.forget(generation);
+                shared.forget(generation, clean);
             }
         })
         .detach();
         (sender, generation)
     }
 
-    /// Drops connection `generation` if it is still the current one. One that never
-    /// answered counts as a failed attempt, so a peer that accepts and then breaks every
-    /// connection is retried with backoff too.
-    fn forget(&self, generation: u64) {
+    /// Drops connection `generation` if it is still the current one. One that broke
+    /// (not a clean close) without answering counts as a failed attempt, so a peer that
+    /// accepts and then breaks every connection is retried with backoff too.
+    fn forget(&self, generation: u64, clean: bool) {
         let mut state = self.state.borrow_mut();
         if state.live.as_ref().map(|l| l.generation) != Some(generation) {
             return;
         }
         if let Some(live) = state.live.take() {
-            if !live.answered {
+            if !live.answered && !clean {
                 let why = "connection broke before answering".to_string();
                 state.backoff.failed(Instant::now(), why);
             }
         }
     }
 
-    /// Connection `generation` delivered a response: the runtime is up.
+    /// Connection `generation` delivered a response: the runtime is up. This can be
+    /// noticed after the connection task already forgot the connection (answer and
+    /// EOF read together), so the newest connection clears the backoff even then.
     fn answered(&self, generation: u64) {
         let mut state = self.state.borrow_mut();
-        if let Some(live) = state.live.as_mut().filter(|l| l.generation == generation) {
-            if !live.answered {
-                live.answered = true;
-                state.backoff.succeeded();
+        let newest = state.generations == generation;
+        let first_answer = match state.live.as_mut() {
+            Some(live) if live.generation == generation => {
+                !std::mem::replace(&mut live.answered, true)
             }
+            None => newest,
+            Some(_) => false,
+        };
+        if first_answer {
+            state.backoff.succeeded();
         }
     }
 }
