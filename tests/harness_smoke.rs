@@ -369,3 +369,94 @@ fn watchdog_cleans_up_after_the_process_dies() {
     );
     assert_gone(Path::new(&dir), &bridge);
 }
+
+/// Runs CNI plugin `plugin` of instance `c` (ADD) for netns `netns` with config `conf`;
+/// returns its result.
+fn cni_add(
+    c: &Containerd,
+    plugin: &str,
+    netns: &Path,
+    conf: &serde_json::Value,
+) -> serde_json::Value {
+    use std::io::Write as _;
+    let bin = c.dir().join("cni/bin");
+    let mut child = std::process::Command::new(bin.join(plugin))
+        .env("CNI_COMMAND", "ADD")
+        .env("CNI_CONTAINERID", "smoke")
+        .env("CNI_NETNS", netns)
+        .env("CNI_IFNAME", "eth0")
+        .env("CNI_PATH", &bin)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(conf.to_string().as_bytes()).unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{plugin} ADD failed: {text}");
+    serde_json::from_str(&text).unwrap()
+}
+
+fn nat_rules() -> String {
+    let out = std::process::Command::new("iptables-save")
+        .args(["-t", "nat"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The instance's conflist works with the real plugins (bridge + host-local + portmap),
+/// and teardown removes what pods left: netns mounts, the bridge, hostPort NAT rules.
+#[test]
+fn cni_config_works_and_teardown_drops_pod_networking() {
+    let c = Containerd::start();
+    let dir = c.dir().to_path_buf();
+    let list: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("cni/conf/10-tinylet.conflist")).unwrap(),
+    )
+    .unwrap();
+    let network = list["name"].as_str().unwrap().to_string();
+    let plugin = |i: usize| {
+        let mut p = list["plugins"][i].clone();
+        p["cniVersion"] = list["cniVersion"].clone();
+        p["name"] = list["name"].clone();
+        p
+    };
+    // A pod network namespace where containerd keeps them (state/netns).
+    let netns = dir.join("state/netns/smoke");
+    std::fs::create_dir_all(netns.parent().unwrap()).unwrap();
+    std::fs::write(&netns, "").unwrap();
+    let st = std::process::Command::new("unshare")
+        .arg(format!("--net={}", netns.display()))
+        .arg("true")
+        .status()
+        .unwrap();
+    assert!(st.success());
+
+    let result = cni_add(&c, "bridge", &netns, &plugin(0));
+    let ip = result["ips"][0]["address"].as_str().unwrap().to_string();
+    let prefix = c.cni_subnet().trim_end_matches("0/24");
+    assert!(ip.starts_with(prefix), "{ip} not in {}", c.cni_subnet());
+    assert!(Path::new("/sys/class/net").join(c.cni_bridge()).exists());
+
+    let mut pm = plugin(1);
+    pm["prevResult"] = result;
+    pm["runtimeConfig"] = serde_json::json!({"portMappings": [
+        {"hostPort": 20000 + std::process::id() % 10000, "containerPort": 80, "protocol": "tcp"}
+    ]});
+    cni_add(&c, "portmap", &netns, &pm);
+    assert!(
+        nat_rules().contains(&format!("\\\"{network}\\\"")),
+        "no hostPort rule"
+    );
+
+    let bridge = c.cni_bridge().to_string();
+    drop(c);
+    assert_gone(&dir, &bridge);
+    assert!(
+        !nat_rules().contains(&format!("\\\"{network}\\\"")),
+        "hostPort rules of {network} left behind"
+    );
+}

@@ -282,14 +282,32 @@ kill_tasks() {
 	[ "${#socks[@]}" -eq 0 ] || rm -f "${socks[@]}"
 }
 
-# Pod networking of DIR: netns mounts live under state/ (unmounted with it), the bridge
-# is removed here.
+# Pod networking of DIR: netns mounts live under state/ (unmounted with it); the bridge
+# and the portmap plugin's per-pod NAT rules (hostPort) are removed here.
 drop_network() {
-	local dir=$1 TINYLET_CNI_BRIDGE=''
-	load_env "$dir" 2>/dev/null || return 0
+	local dir=$1 TINYLET_CNI_BRIDGE='' TINYLET_HARNESS_SLOT=''
+	[ -f "$dir/env" ] || return 0
+	load_env "$dir"
 	if [ -n "$TINYLET_CNI_BRIDGE" ]; then
 		ip link del "$TINYLET_CNI_BRIDGE" 2>/dev/null || true
 	fi
+	[ -n "$TINYLET_HARNESS_SLOT" ] && command -v iptables-save >/dev/null || return 0
+	drop_portmaps "tinylet-h$TINYLET_HARNESS_SLOT"
+}
+
+# Deletes portmap's DNAT rules tagged with CNI network $1 and the per-pod chains they
+# jump to (what CNI DEL would have done had the pods been stopped).
+drop_portmaps() {
+	local rules script='' rule chain
+	rules=$(iptables-save -t nat 2>/dev/null | grep -F -- "-A CNI-HOSTPORT-DNAT " |
+		grep -F -- "name: \\\"$1\\\" " || true)
+	[ -n "$rules" ] || return 0
+	while IFS= read -r rule; do
+		chain=${rule##* -j }
+		script+="-D ${rule#-A }"$'\n'"-F $chain"$'\n'"-X $chain"$'\n'
+	done <<<"$rules"
+	printf '*nat\n%sCOMMIT\n' "$script" | iptables-restore --noflush ||
+		say "warning: could not remove the NAT rules of CNI network $1"
 }
 
 cmd_up() {
