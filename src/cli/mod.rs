@@ -6,6 +6,8 @@
 
 pub mod args;
 pub mod check_config;
+pub mod cri;
+pub mod table;
 
 use crate::config::{Config, DEFAULT_CONFIG_PATH};
 use args::Args;
@@ -77,6 +79,7 @@ pub fn main(args: Vec<String>) -> i32 {
             print!("{USAGE}");
             Ok(())
         }
+        "cri" => cri::run(rest),
         other => Err(CliError::usage(format!(
             "unknown command {other:?}\n{USAGE}"
         ))),

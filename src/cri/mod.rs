@@ -2,16 +2,26 @@
 //!
 //! Transport (this layer): [`Channel`] makes unary gRPC calls with prost messages and
 //! returns [`CriError`]s typed by gRPC [`Code`].
+//!
+//! Typed calls (on top): [`RuntimeClient`] and [`ImageClient`] have one async method per
+//! CRI call with the configured deadlines; [`CriClient`] builds both from the config.
+//! Messages are in [`pb`], generated from `proto/runtime/v1/api.proto`.
 
 mod backoff;
+mod client;
 mod conn;
 mod deframe;
 mod error;
 mod grpc;
+mod image;
 pub mod io;
 pub mod pb;
 mod response;
+mod runtime;
 mod status;
 
+pub use client::CriClient;
 pub use conn::{Channel, DEFAULT_MAX_RECV_SIZE};
 pub use error::{Code, CriError};
+pub use image::ImageClient;
+pub use runtime::RuntimeClient;
