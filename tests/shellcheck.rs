@@ -2,8 +2,9 @@
 //! mistakes in the init scripts, the build and test helpers alike.
 //!
 //! Scripts are found by their first line (`#!/bin/sh`, `#!/bin/bash`, `#!/usr/bin/env
-//! bash`, `#!/bin/sh /etc/rc.common`) or a `.sh` name, in every directory but `target`,
-//! `dist` and `.git`. Only warnings and errors fail (`--severity=warning`): style notes
+//! bash`, `#!/bin/sh /etc/rc.common`, or a sourced library's `# shellcheck shell=...`)
+//! or a `.sh` name, in every directory but `target`, `dist` and `.git`; sourced files
+//! are followed (`--external-sources`, run from the script's directory). Only warnings and errors fail (`--severity=warning`): style notes
 //! are advice. OpenWrt scripts (procd init scripts, uci-defaults, the rc.common
 //! stand-in) are checked as POSIX sh with two documented exclusions:
 //! - SC2034 "appears unused": START, STOP and USE_PROCD are read by rc.common, which
@@ -23,8 +24,13 @@ const SKIP_DIRS: &[&str] = &["target", "dist", ".git"];
 fn shellcheck_args(path: &Path, first_line: &str) -> Vec<String> {
     let openwrt = first_line.contains("/etc/rc.common")
         || path.components().any(|c| c.as_os_str() == "openwrt");
-    let mut args = vec!["--severity=warning".to_string()];
-    if openwrt {
+    let mut args = vec![
+        "--severity=warning".to_string(),
+        "--external-sources".to_string(),
+    ];
+    if first_line.starts_with("# shellcheck shell=") {
+        // A sourced library names its dialect itself.
+    } else if openwrt {
         args.extend(["--shell=sh".into(), "--exclude=SC2034,SC3043".into()]);
     } else if first_line.starts_with("#!") && first_line.contains("bash") {
         args.push("--shell=bash".into());
@@ -37,7 +43,9 @@ fn shellcheck_args(path: &Path, first_line: &str) -> Vec<String> {
 fn is_shell_script(path: &Path, first_line: &str) -> bool {
     let shebang =
         first_line.starts_with("#!") && (first_line.contains("/sh") || first_line.contains("bash"));
-    shebang || path.extension().is_some_and(|e| e == "sh")
+    shebang
+        || first_line.starts_with("# shellcheck shell=")
+        || path.extension().is_some_and(|e| e == "sh")
 }
 
 fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -81,7 +89,10 @@ fn every_shell_script_passes_shellcheck() {
         if !is_shell_script(&path, &line) {
             continue;
         }
+        // Run from the script's directory, as `make harness-lint` does, so that
+        // `--external-sources` finds what the script sources.
         let out = Command::new("shellcheck")
+            .current_dir(path.parent().unwrap_or(root))
             .args(shellcheck_args(&path, &line))
             .arg(&path)
             .output()
