@@ -187,7 +187,10 @@ fn session() -> &'static Session {
     SESSION.get_or_init(|| {
         preflight();
         let dir = session_root().join(format!("tlh-{}", std::process::id()));
-        if let Err(e) = std::fs::create_dir_all(&dir) {
+        // The marker lets the watchdog's `containerd.sh reap` know the directory is ours.
+        if let Err(e) = std::fs::create_dir_all(&dir)
+            .and_then(|()| std::fs::write(dir.join(".tinylet-harness-session"), b""))
+        {
             panic!("cannot create harness session {}: {e}", dir.display());
         }
         let watchdog = harness_dir().join("watchdog.sh");

@@ -17,8 +17,9 @@
 #   containerd.sh import DIR TAR   import an OCI archive into namespace k8s.io
 #   containerd.sh ctr DIR ARG...   run ctr against the instance
 #   containerd.sh reap SESSION  `down` every instance directory below SESSION, remove it
+#                               (SESSION must hold the file .tinylet-harness-session)
 #
-# Layout of DIR: config.toml, containerd.sock (+ .ttrpc), containerd.log, containerd.pid,
+# Layout of DIR: .tinylet-harness (marker: down removes no directory without it), config.toml, containerd.sock (+ .ttrpc), containerd.log, containerd.pid,
 # env, root/ (kept on reboot), state/ (runc root, pod netns, CNI IPAM: wiped on reboot),
 # cni/{bin,conf}/, certs.d/ (registry hosts), opt/, reg-*/ (registries, see registry.sh).
 # Each instance owns a machine-wide slot N: bridge tlhN, pod subnet 10.99.N.0/24.
@@ -27,7 +28,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 usage() {
-	sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' >&2
+	usage_text "$0"
 	exit 2
 }
 
@@ -317,6 +318,8 @@ cmd_up() {
 	if [ -e "$dir" ] && [ -n "$(ls -A "$dir")" ]; then
 		die "$dir exists and is not empty"
 	fi
+	mkdir -p "$dir"
+	: >"$dir/$INSTANCE_MARK"
 	mkdir -p "$dir/root" "$dir/state" "$dir/certs.d" "$dir/opt"
 	c=$(ensure_cache)
 	slot=$(slot_take "$dir")
@@ -346,6 +349,9 @@ cmd_down() {
 	[ -n "${1:-}" ] || usage
 	dir=$(abspath "$1")
 	[ -d "$dir" ] || return 0
+	if [ ! -e "$dir/$INSTANCE_MARK" ] && [ -n "$(ls -A "$dir")" ]; then
+		die "$dir is not a harness instance (no $INSTANCE_MARK): not touching it"
+	fi
 	preflight runc ip umount
 	# Registries started for this instance.
 	local r
@@ -380,9 +386,12 @@ cmd_reap() {
 	[ -n "${1:-}" ] || usage
 	session=$(abspath "$1")
 	[ -d "$session" ] || return 0
+	if [ ! -e "$session/$SESSION_MARK" ]; then
+		die "$session is not a harness session (no $SESSION_MARK): not touching it"
+	fi
 	for d in "$session"/*/; do
 		d=${d%/}
-		if [ -f "$d/config.toml" ]; then cmd_down "$d" || say "reap: down $d failed"; fi
+		if [ -e "$d/$INSTANCE_MARK" ]; then cmd_down "$d" || say "reap: down $d failed"; fi
 	done
 	unmount_under "$session"
 	rm -rf "$session"

@@ -23,7 +23,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 usage() {
-	sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//' >&2
+	usage_text "$0"
 	exit 2
 }
 

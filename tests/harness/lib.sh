@@ -15,6 +15,9 @@ TINYLET_SANDBOX_IMAGE=${TINYLET_SANDBOX_IMAGE:-localhost/tinylet/pause:1}
 TINYLET_TEST_IMAGE=${TINYLET_TEST_IMAGE:-localhost/tinylet/busybox:1}
 # Machine-wide table of taken slots (slot N owns bridge tlhN and subnet 10.99.N.0/24).
 HARNESS_SLOTS=${HARNESS_SLOTS:-/run/tinylet-harness}
+# Marker files: `down`/`reap` refuse to delete a directory that lacks them.
+INSTANCE_MARK=.tinylet-harness
+SESSION_MARK=.tinylet-harness-session
 # Seconds to wait for containerd to answer after start.
 HARNESS_START_TIMEOUT=${HARNESS_START_TIMEOUT:-20}
 
@@ -229,3 +232,8 @@ if [ -n "${HARNESS_TRACE:-}" ]; then
 	PS4='+ ${EPOCHREALTIME} '
 	set -x
 fi
+
+# Prints the header comment of script $1 (its usage) to stderr.
+usage_text() {
+	awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$1" >&2
+}

@@ -21,7 +21,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 usage() {
-	sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2
+	usage_text "$0"
 	exit 2
 }
 
@@ -151,6 +151,9 @@ cmd_down() {
 	local reg TINYLET_REGISTRY_HOSTS_DIR=''
 	reg=$(abspath "$1")
 	[ -d "$reg" ] || return 0
+	if [ ! -f "$reg/config.yml" ] && [ -n "$(ls -A "$reg")" ]; then
+		die "$reg is not a harness registry (no config.yml): not touching it"
+	fi
 	cmd_stop "$reg"
 	if [ -f "$reg/env" ]; then
 		load_env "$reg"
