@@ -113,3 +113,168 @@ fn secrets_and_configmaps() {
     assert_eq!(c.get("logo.png").unwrap(), b"\x89PNG\r\n\x1a\n");
     assert_eq!(c.entries().len(), 3);
 }
+
+/// Parses without letting a panic escape, so the failing case can be named.
+fn refuse(source: &str, bytes: &[u8]) -> Result<Vec<String>, String> {
+    let r = std::panic::catch_unwind(|| parse_object(source, bytes));
+    match r {
+        Err(_) => Err(format!("{source}: PANICKED")),
+        Ok(Ok(_)) => Err(format!("{source}: accepted")),
+        Ok(Err(e)) => Ok(e.messages),
+    }
+}
+
+#[test]
+fn every_bad_manifest_is_refused_with_its_message() {
+    let table = std::fs::read_to_string(dir("bad").join("expected.txt")).unwrap();
+    let mut failures = Vec::new();
+    let mut n = 0;
+    for line in table
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
+        let (file, want) = line.split_once(" => ").expect("FILE => SUBSTRING");
+        let path = dir("bad").join(file);
+        match refuse(file, &read(&path)) {
+            Err(e) => failures.push(e),
+            Ok(msgs) => {
+                let all_prefixed = msgs.iter().all(|m| m.starts_with(&format!("{file}: ")));
+                if !all_prefixed || !msgs.iter().any(|m| m.contains(want)) {
+                    failures.push(format!("{file}: want {want:?}, got {msgs:#?}"));
+                }
+            }
+        }
+        n += 1;
+    }
+    // Every file in bad/ is in the table.
+    let files = std::fs::read_dir(dir("bad")).unwrap().count() - 1;
+    assert_eq!(files, n, "files in bad/ without an expected.txt line");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(n >= 40, "only {n} bad manifests");
+}
+
+fn pod_with(container_extra: &str) -> String {
+    format!(
+        r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"p"}},"spec":{{"containers":[{{"name":"a","image":"x"{container_extra}}}]}}}}"#
+    )
+}
+
+fn one_message(source: &str, bytes: &[u8]) -> String {
+    let msgs = refuse(source, bytes).unwrap_or_else(|e| panic!("{e}"));
+    msgs.join("\n")
+}
+
+#[test]
+fn ten_megabytes_is_refused_before_parsing() {
+    let mut big = pod_with("").into_bytes();
+    big.resize(10 << 20, b' ');
+    let m = one_message("big.json", &big);
+    assert_eq!(
+        m,
+        "big.json: manifest is 10485760 bytes, more than the 1048576 byte (1 MiB) limit"
+    );
+    // One byte over the limit too; exactly at the limit is parsed.
+    let mut edge = pod_with("").into_bytes();
+    edge.resize((1 << 20) + 1, b' ');
+    assert!(one_message("edge", &edge).contains("1048577 bytes"));
+    edge.pop();
+    assert!(parse_object("edge", &edge).is_ok());
+}
+
+/// serde_json skips unknown fields with a loop, not recursion, so nesting in an unknown
+/// field costs one byte of heap per level (bounded by the 1 MiB limit) and no stack; it
+/// is ignored like any unknown field. Nesting where a typed value is expected fails at
+/// the first level with a type error, before serde_json's recursion limit (128) matters.
+#[test]
+fn deep_nesting_never_overflows_the_stack() {
+    for depth in [130, 500_000] {
+        let extra = format!(
+            ",\"unknownField\":{}{}",
+            "[".repeat(depth),
+            "]".repeat(depth)
+        );
+        let doc = pod_with(&extra);
+        assert!(doc.len() <= 1 << 20);
+        let r = std::panic::catch_unwind(|| parse_object("deep", doc.as_bytes()));
+        assert!(matches!(r, Ok(Ok(_))), "depth {depth}: {r:?}");
+        // Unterminated: refused at the end of input.
+        let cut = &doc.as_bytes()[..doc.len() / 2];
+        let m = one_message("deep", cut);
+        assert!(m.contains("EOF while parsing"), "depth {depth}: {m}");
+    }
+    let typed = pod_with(&format!(
+        ",\"command\":[{}{}]",
+        "[".repeat(1000),
+        "]".repeat(1000)
+    ));
+    assert_eq!(
+        one_message("typed", typed.as_bytes()),
+        "typed: spec.containers[0].command[0]: invalid type: sequence, expected a string (line 1, column 113)"
+    );
+    let objects = format!(
+        r#"{{"apiVersion":"v1","kind":"Pod","metadata":{}1{}}}"#,
+        "{\"labels\":".repeat(1000),
+        "}".repeat(1000)
+    );
+    let m = one_message("obj", objects.as_bytes());
+    assert!(
+        m.starts_with("obj: metadata.labels.labels: invalid type: map, expected a string"),
+        "{m}"
+    );
+}
+
+#[test]
+fn huge_fields_are_refused_with_short_messages() {
+    let name = "x".repeat(900_000);
+    let doc = pod_with("").replace(
+        "\"name\":\"p\"",
+        &format!("\"name\":\"{}\"", name.to_uppercase()),
+    );
+    let m = one_message("huge", doc.as_bytes());
+    assert!(
+        m.contains("metadata.name: must be a DNS-1123 subdomain"),
+        "{}",
+        &m[..200]
+    );
+    assert!(m.len() < 1000, "message is {} bytes", m.len());
+    // Many errors are all reported, but the list is bounded.
+    let ports: Vec<String> = (0..20_000)
+        .map(|_| r#"{"containerPort":0}"#.into())
+        .collect();
+    let doc = pod_with(&format!(",\"ports\":[{}]", ports.join(",")));
+    let msgs = refuse("ports", doc.as_bytes()).unwrap();
+    assert!(msgs.len() <= 101, "{}", msgs.len());
+    assert!(
+        msgs.last().unwrap().contains("more errors"),
+        "{:?}",
+        msgs.last()
+    );
+}
+
+#[test]
+fn random_garbage_never_panics() {
+    // Deterministic xorshift so a failure is reproducible.
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let seed = pod_with(
+        r#","ports":[{"containerPort":80,"name":"http"}],"resources":{"limits":{"cpu":"500m"}},"env":[{"name":"A","valueFrom":{"fieldRef":{"fieldPath":"metadata.name"}}}]"#,
+    )
+    .into_bytes();
+    for round in 0..3000 {
+        let mut doc = seed.clone();
+        for _ in 0..(round % 8 + 1) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let at = (x as usize) % doc.len();
+            match x % 3 {
+                0 => doc[at] = (x >> 32) as u8,
+                1 => {
+                    doc.remove(at);
+                }
+                _ => doc.insert(at, b"{}[]\":,0-e.\\"[(x >> 40) as usize % 12]),
+            }
+        }
+        let r = std::panic::catch_unwind(|| parse_object("fuzz", &doc));
+        assert!(r.is_ok(), "panic on {:?}", String::from_utf8_lossy(&doc));
+    }
+}

@@ -22,9 +22,15 @@ pub fn offset_of(text: &[u8], line: usize, column: usize) -> usize {
     (start + column).min(text.len())
 }
 
+/// Levels of nesting named in a path; deeper levels are only counted, so hostile
+/// nesting costs neither memory nor a long message.
+const MAX_FRAMES: usize = 16;
+
 /// The path of the value being read at `at` (empty at the top level).
 pub fn path_at(text: &[u8], at: usize) -> String {
     let mut stack: Vec<Frame> = Vec::new();
+    // Levels below the named ones.
+    let mut deeper = 0usize;
     let mut i = 0;
     let end = at.min(text.len());
     while i < end {
@@ -35,29 +41,29 @@ pub fn path_at(text: &[u8], at: usize) -> String {
                 while i < text.len() && text[i] != b'"' {
                     i += if text[i] == b'\\' { 2 } else { 1 };
                 }
-                if let Some(Frame::Object {
-                    key,
-                    want_key: true,
-                }) = stack.last_mut()
-                {
-                    *key = text[start..i.min(text.len())].to_vec();
+                if let (0, Some(Frame::Object { key, want_key })) = (deeper, stack.last_mut()) {
+                    if *want_key {
+                        *key = text[start..i.min(text.len())].to_vec();
+                    }
                 }
             }
-            b':' => {
+            b':' if deeper == 0 => {
                 if let Some(Frame::Object { want_key, .. }) = stack.last_mut() {
                     *want_key = false;
                 }
             }
-            b',' => match stack.last_mut() {
+            b',' if deeper == 0 => match stack.last_mut() {
                 Some(Frame::Object { want_key, .. }) => *want_key = true,
                 Some(Frame::Array(n)) => *n += 1,
                 None => {}
             },
+            b'{' | b'[' if stack.len() >= MAX_FRAMES => deeper += 1,
             b'{' => stack.push(Frame::Object {
                 key: Vec::new(),
                 want_key: true,
             }),
             b'[' => stack.push(Frame::Array(0)),
+            b'}' | b']' if deeper > 0 => deeper -= 1,
             b'}' | b']' => {
                 stack.pop();
             }
@@ -81,6 +87,9 @@ pub fn path_at(text: &[u8], at: usize) -> String {
             Frame::Object { .. } => break,
             Frame::Array(n) => path.push_str(&format!("[{n}]")),
         }
+    }
+    if deeper > 0 {
+        path.push_str(&format!("...({deeper} more levels)"));
     }
     path
 }
@@ -107,6 +116,11 @@ mod tests {
         assert_eq!(at_marker(r#"{"a":"x\"y,{[","b":@"#), "b");
         assert_eq!(at_marker(r#"{"a":[1,2,@"#), "a[2]");
         assert_eq!(at_marker(r#"{"a":{"b":1,@"#), "a");
+        let deep = format!("{{\"a\":{}@", "[".repeat(100));
+        assert_eq!(
+            path_at(deep.as_bytes(), deep.len() - 1),
+            format!("a{}...(85 more levels)", "[0]".repeat(15))
+        );
     }
 
     #[test]

@@ -41,12 +41,45 @@ pub struct ModelError {
     pub messages: Vec<String>,
 }
 
+/// At most this many messages are reported for one manifest (then a count of the rest).
+pub const MAX_ERRORS: usize = 100;
+
+/// A message longer than this is cut, so a hostile value cannot flood a log or terminal.
+const MAX_MESSAGE_BYTES: usize = 512;
+
 impl ModelError {
     fn one(source: &str, msg: impl fmt::Display) -> ModelError {
-        ModelError {
-            messages: vec![format!("{source}: {msg}")],
-        }
+        prefixed(source, vec![msg.to_string()])
     }
+}
+
+/// Prefixes each message with the source, cuts long ones and bounds their number.
+fn prefixed(source: &str, mut errors: Vec<String>) -> ModelError {
+    let more = errors.len().saturating_sub(MAX_ERRORS);
+    errors.truncate(MAX_ERRORS);
+    if more > 0 {
+        errors.push(format!("... and {more} more errors"));
+    }
+    let messages = errors
+        .into_iter()
+        .map(|e| clip(format!("{source}: {e}")))
+        .collect();
+    ModelError { messages }
+}
+
+/// Cuts `s` to about [`MAX_MESSAGE_BYTES`] at a character boundary, saying how long it was.
+fn clip(mut s: String) -> String {
+    if s.len() <= MAX_MESSAGE_BYTES {
+        return s;
+    }
+    let total = s.len();
+    let mut cut = MAX_MESSAGE_BYTES;
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    s.truncate(cut);
+    s.push_str(&format!("... ({total} bytes in all)"));
+    s
 }
 
 impl fmt::Display for ModelError {
@@ -175,15 +208,6 @@ pub fn parse_pod(source: &str, bytes: &[u8]) -> Result<Pod, ModelError> {
             source,
             format_args!("kind: expected Pod, got {}", other.kind()),
         )),
-    }
-}
-
-fn prefixed(source: &str, errors: Vec<String>) -> ModelError {
-    ModelError {
-        messages: errors
-            .into_iter()
-            .map(|e| format!("{source}: {e}"))
-            .collect(),
     }
 }
 
