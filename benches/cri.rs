@@ -1,0 +1,254 @@
+//! `make bench`, CRI part: how fast and how cheap the CRI client is against a real
+//! containerd (a private instance started through the test harness).
+//!
+//! For Version, ListContainers and ListPodSandbox: N calls one after another, then N
+//! calls from 8 concurrent tasks on the one executor thread. Reported per row: calls per
+//! second, p50/p99 latency, and client CPU time per call (the process CPU clock, user +
+//! system of every thread of this process, so containerd's own work is not counted).
+//! At the end: the process's peak RSS (VmHWM).
+//!
+//! The runtime holds a few pods and containers so the list answers are not empty.
+//! `TINYLET_BENCH_CALLS` overrides N (default 10000); `TINYLET_BENCH_PODS` the pod count.
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::Containerd;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+use tinylet::cri::{pb, Channel, RuntimeClient};
+use tinylet::rt;
+
+/// The calls measured: what the agent's PLEG and status loop make most.
+#[derive(Clone, Copy, Debug)]
+enum Call {
+    Version,
+    ListContainers,
+    ListPodSandbox,
+}
+
+const CALLS: [Call; 3] = [Call::Version, Call::ListContainers, Call::ListPodSandbox];
+const CONCURRENCY: usize = 8;
+const WARMUP: usize = 200;
+
+/// One measured row.
+struct Row {
+    call: Call,
+    mode: &'static str,
+    calls: usize,
+    wall: Duration,
+    cpu: Duration,
+    latencies: Vec<Duration>,
+}
+
+fn main() {
+    // The instance lives in `run`, so it is torn down (Drop) before the exit code.
+    if let Err(e) = run() {
+        eprintln!("bench: error: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<(), String> {
+    let n = env_usize("TINYLET_BENCH_CALLS", 10_000)?;
+    let pods = env_usize("TINYLET_BENCH_PODS", 5)?;
+    let ctd = Containerd::start();
+    let ch = Channel::new(&ctd.endpoint()).map_err(|e| e.to_string())?;
+    let client = RuntimeClient::new(ch, Duration::from_secs(30));
+    let rss_before = vm_kib("VmRSS:");
+    let (version, rows) = rt::block_on(async {
+        let version = client.version().await.map_err(|e| e.to_string())?;
+        populate(&ctd, &client, pods).await?;
+        let mut rows = Vec::new();
+        for call in CALLS {
+            for _ in 0..WARMUP {
+                one(&client, call).await?;
+            }
+            rows.push(sequential(&client, call, n).await?);
+            rows.push(concurrent(&client, call, n).await?);
+        }
+        Ok::<_, String>((version, rows))
+    })?;
+    let hwm = vm_kib("VmHWM:");
+    print_report(&version, pods, n, &rows, rss_before, hwm);
+    Ok(())
+}
+
+/// Creates `pods` host-network pods with one sleeping container each.
+async fn populate(ctd: &Containerd, client: &RuntimeClient, pods: usize) -> Result<(), String> {
+    let err = |e: tinylet::cri::CriError| e.to_string();
+    for i in 0..pods {
+        let name = format!("bench-{i}");
+        let sb = pb::PodSandboxConfig {
+            metadata: Some(pb::PodSandboxMetadata {
+                name: name.clone(),
+                uid: format!("bench-uid-{i}"),
+                namespace: "bench".into(),
+                attempt: 0,
+            }),
+            log_directory: format!("{}/bench-logs/{name}", std::env::temp_dir().display()),
+            labels: BTreeMap::from([("io.kubernetes.pod.name".into(), name.clone())]),
+            linux: Some(pb::LinuxPodSandboxConfig {
+                security_context: Some(pb::LinuxSandboxSecurityContext {
+                    namespace_options: Some(pb::NamespaceOption {
+                        network: pb::NamespaceMode::Node as i32,
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let pod = client.run_pod_sandbox(sb.clone(), "").await.map_err(err)?;
+        let c = pb::ContainerConfig {
+            metadata: Some(pb::ContainerMetadata {
+                name: "app".into(),
+                attempt: 0,
+            }),
+            image: Some(pb::ImageSpec {
+                image: ctd.test_image().into(),
+                ..Default::default()
+            }),
+            command: vec!["sleep".into(), "3600".into()],
+            log_path: "app/0.log".into(),
+            labels: BTreeMap::from([("io.kubernetes.container.name".into(), "app".into())]),
+            ..Default::default()
+        };
+        let id = client.create_container(&pod, c, sb).await.map_err(err)?;
+        client.start_container(&id).await.map_err(err)?;
+    }
+    Ok(())
+}
+
+/// Makes one call; a failure ends the bench (numbers after a failure mean nothing).
+async fn one(client: &RuntimeClient, call: Call) -> Result<(), String> {
+    let r = match call {
+        Call::Version => client.version().await.map(drop),
+        Call::ListContainers => client.list_containers(None).await.map(drop),
+        Call::ListPodSandbox => client.list_pod_sandbox(None).await.map(drop),
+    };
+    r.map_err(|e| format!("{call:?}: {e}"))
+}
+
+async fn timed(client: &RuntimeClient, call: Call, count: usize) -> Result<Vec<Duration>, String> {
+    let mut lat = Vec::with_capacity(count);
+    for _ in 0..count {
+        let t = Instant::now();
+        one(client, call).await?;
+        lat.push(t.elapsed());
+    }
+    Ok(lat)
+}
+
+async fn sequential(client: &RuntimeClient, call: Call, n: usize) -> Result<Row, String> {
+    let (cpu0, t0) = (cpu_time(), Instant::now());
+    let latencies = timed(client, call, n).await?;
+    Ok(Row {
+        call,
+        mode: "seq",
+        calls: n,
+        wall: t0.elapsed(),
+        cpu: cpu_time().saturating_sub(cpu0),
+        latencies,
+    })
+}
+
+async fn concurrent(client: &RuntimeClient, call: Call, n: usize) -> Result<Row, String> {
+    let per_task = n / CONCURRENCY;
+    let (cpu0, t0) = (cpu_time(), Instant::now());
+    let tasks: Vec<_> = (0..CONCURRENCY)
+        .map(|_| {
+            let client = client.clone();
+            rt::spawn(async move { timed(&client, call, per_task).await })
+        })
+        .collect();
+    let mut latencies = Vec::with_capacity(n);
+    for t in tasks {
+        latencies.extend(t.await?);
+    }
+    Ok(Row {
+        call,
+        mode: "8-conc",
+        calls: per_task * CONCURRENCY,
+        wall: t0.elapsed(),
+        cpu: cpu_time().saturating_sub(cpu0),
+        latencies,
+    })
+}
+
+fn print_report(
+    version: &pb::VersionResponse,
+    pods: usize,
+    n: usize,
+    rows: &[Row],
+    rss_before: u64,
+    hwm: u64,
+) {
+    println!(
+        "CRI client bench: {} {}, {pods} pods / {pods} containers, {n} calls per row",
+        version.runtime_name, version.runtime_version
+    );
+    println!(
+        "{:<16} {:<7} {:>10} {:>9} {:>9} {:>15}",
+        "call", "mode", "calls/s", "p50 us", "p99 us", "CPU us/call"
+    );
+    for r in rows {
+        let mut lat = r.latencies.clone();
+        lat.sort_unstable();
+        let pct = |p: usize| lat.get(lat.len() * p / 100).map_or(0.0, us);
+        let calls = r.calls.max(1) as f64;
+        println!(
+            "{:<16} {:<7} {:>10.0} {:>9.1} {:>9.1} {:>15.1}",
+            format!("{:?}", r.call),
+            r.mode,
+            calls / r.wall.as_secs_f64(),
+            pct(50),
+            pct(99),
+            us(&r.cpu) / calls,
+        );
+    }
+    let mib = |kib: u64| kib as f64 / 1024.0;
+    println!(
+        "peak RSS (VmHWM) after {} calls: {:.2} MiB (RSS before the first call: {:.2} MiB)",
+        rows.iter().map(|r| r.calls).sum::<usize>() + WARMUP * CALLS.len(),
+        mib(hwm),
+        mib(rss_before)
+    );
+    println!(
+        "targets: p50 <= 90 us, client CPU <= 30 us/call; grpc-go: p50 160 us, \
+         115 us CPU/call, 15.6 MB RSS"
+    );
+}
+
+fn us(d: &Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+/// CPU time of the whole process so far (every thread, user + system).
+fn cpu_time() -> Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    Duration::new(
+        u64::try_from(t.tv_sec).unwrap_or(0),
+        u32::try_from(t.tv_nsec).unwrap_or(0),
+    )
+}
+
+/// A `kB` line of /proc/self/status (VmRSS, VmHWM), in KiB; 0 when unreadable.
+fn vm_kib(key: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(key))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+fn env_usize(key: &str, default: usize) -> Result<usize, String> {
+    match std::env::var(key) {
+        Ok(v) => v
+            .parse()
+            .map_err(|_| format!("{key}={v:?}: expected a number")),
+        Err(_) => Ok(default),
+    }
+}
