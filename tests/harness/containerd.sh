@@ -241,8 +241,9 @@ kill_tasks() {
 	local sock=$dir/containerd.sock shims kids b ns id root pid
 	local -a socks=() argv
 	shims=$(pids_with_args containerd-shim-runc-v2 -address "$sock")
+	kids=''
 	# shellcheck disable=SC2086 # word splitting of pid lists is intended
-	kids=$(descendants $shims)
+	[ -z "$shims" ] || kids=$(descendants $shims)
 	for pid in $shims; do
 		# The shim's socket is /run/containerd/s/sha256(address/namespace/id).
 		mapfile -d '' -t argv 2>/dev/null <"/proc/$pid/cmdline" || continue

@@ -52,12 +52,16 @@ abspath() {
 
 # Pids of processes whose program (basename of argv[0]) is $1 and whose argument list holds
 # each further argument as one whole word, e.g. `pids_with_args containerd-shim-runc-v2
-# -address "$sock"`. Reads /proc without forking per process.
+# -address "$sock"`.
 pids_with_args() {
-	local prog=$1 p want found a
+	local prog=$1 p want found a candidates
 	shift
 	local -a argv
-	for p in /proc/[0-9]*; do
+	# One grep finds the few processes having the first argument at all (-z: NUL-separated
+	# arguments, -x: a whole argument); only those are checked in detail.
+	candidates=$(grep -lzxF -- "${1:-$prog}" /proc/[0-9]*/cmdline 2>/dev/null || true)
+	for p in $candidates; do
+		p=${p%/cmdline}
 		mapfile -d "" -t argv 2>/dev/null <"$p/cmdline" || continue
 		if [ "${#argv[@]}" -eq 0 ] || [ "${argv[0]##*/}" != "$prog" ]; then continue; fi
 		for want in "$@"; do
