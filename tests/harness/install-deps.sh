@@ -11,13 +11,14 @@
 #   skopeo                           pushes OCI archives into that registry
 #   iproute2, file, util-linux       ip/ss, checking busybox is static, flock/setsid
 #   the shellcheck package           `make lint` checks these scripts with it
+#   systemd                          systemd-analyze verifies packaging/systemd/tinylet.service
 #
 # Package scripts are not allowed to start services while installing (policy-rc.d):
 # the tests run private instances and want no system containerd or registry around.
 set -euo pipefail
 
 PACKAGES=(containerd runc containernetworking-plugins iptables busybox-static gcc libc6-dev
-	docker-registry apache2-utils skopeo iproute2 file util-linux shellcheck)
+	docker-registry apache2-utils skopeo iproute2 file util-linux shellcheck systemd)
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "install-deps.sh: must run as root" >&2
