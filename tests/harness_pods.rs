@@ -139,3 +139,29 @@ fn reboot_and_teardown_clean_up_real_pods() {
     let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
     assert!(!mounts.contains(&dir.display().to_string()), "mounts left");
 }
+
+/// `Image::size`, `Image::id` and `Image::name` are what CRI reports for the imported
+/// image (image-GC tests budget with these numbers).
+#[test]
+fn built_image_facts_match_cri() {
+    let c = Containerd::shared();
+    let img = common::ImageBuilder::new("localhost/harness/facts:1")
+        .pad(300_000)
+        .build();
+    c.import(&img.tar);
+    let client = tinylet::cri::ImageClient::new(
+        Channel::new(&c.endpoint()).unwrap(),
+        Duration::from_secs(60),
+        Duration::from_secs(60),
+    );
+    let status = tinylet::rt::block_on(client.image_status(&img.name))
+        .unwrap()
+        .unwrap_or_else(|| panic!("{} not found through CRI", img.name));
+    assert_eq!(status.id, img.id);
+    assert!(
+        status.repo_tags.contains(&img.name),
+        "{:?}",
+        status.repo_tags
+    );
+    assert_eq!(status.size, img.size, "CRI size vs Image::size");
+}

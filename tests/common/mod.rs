@@ -40,8 +40,9 @@
 //! build_image(name, pad_bytes, cmd) -> Image shorthand for the builder
 //! Image { name, tar, size, id, manifest_digest }
 //!   name: fully qualified ("docker.io/library/x:1", "localhost/y:2"), as CRI reports it
-//!   tar: the OCI archive; size: manifest + config + layers in bytes; id: config digest
-//!   (the CRI image id); manifest_digest: the manifest's digest
+//!   tar: the OCI archive; size: manifest + config + layers in bytes, exactly CRI's
+//!   Image.size once imported; id: config digest (CRI's image id); manifest_digest
+//!   Images share the busybox layer; `pad` adds a layer of random bytes of that size.
 //!
 //! Registry::start(&Containerd) -> Registry   docker-registry on 127.0.0.1:<free port> with
 //!                                            htpasswd auth; the instance pulls from it over
@@ -391,7 +392,7 @@ pub struct Image {
     pub name: String,
     /// The OCI archive (for `Containerd::import` and `Registry::push`).
     pub tar: PathBuf,
-    /// Manifest + config + layer blob sizes, in bytes.
+    /// Manifest + config + layer blob sizes, in bytes: CRI's `Image.size`.
     pub size: u64,
     /// Config digest: the image id CRI reports.
     pub id: String,
