@@ -1,1 +1,7 @@
 //! The flat-file store: desired objects and status files, written atomically.
+
+pub mod atomic;
+pub mod digest;
+pub mod layout;
+pub mod uid;
+pub mod watch;
