@@ -4,9 +4,14 @@
 //! Exit codes: 0 success, 1 the operation failed, 2 usage error (bad arguments or bad
 //! input file), 3 the named object does not exist.
 
+pub mod apply;
 pub mod args;
 pub mod check_config;
 pub mod cri;
+pub mod delete;
+pub mod get;
+pub mod output;
+pub mod pod_summary;
 pub mod table;
 
 use crate::config::{Config, DEFAULT_CONFIG_PATH};
@@ -75,6 +80,9 @@ pub fn main(args: Vec<String>) -> i32 {
             Ok(())
         }
         "check-config" => check_config::run(rest),
+        "apply" => apply::run(rest),
+        "delete" => delete::run(rest),
+        "get" => get::run(rest),
         "help" | "--help" | "-h" => {
             print!("{USAGE}");
             Ok(())

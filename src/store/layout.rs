@@ -7,6 +7,7 @@
 //! could escape the directory (`/`, NUL, `.`/`..`, a leading dot) or exceed the 255-byte
 //! file name limit, so no caller can turn a bad name into a bad path.
 
+use crate::model::Object;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -61,6 +62,17 @@ impl Kind {
     /// Secrets get 0600 files in a 0700 directory; everything else 0644/0755.
     pub fn is_secret(self) -> bool {
         self == Kind::Secret
+    }
+}
+
+impl Kind {
+    /// The kind of a parsed object.
+    pub fn of(obj: &Object) -> Kind {
+        match obj {
+            Object::Pod(_) => Kind::Pod,
+            Object::ConfigMap(_) => Kind::ConfigMap,
+            Object::Secret(_) => Kind::Secret,
+        }
     }
 }
 

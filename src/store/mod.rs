@@ -1,7 +1,307 @@
-//! The flat-file store: desired objects and status files, written atomically.
+//! The flat-file store: desired objects (pods, configmaps, secrets) and pod status
+//! files, each in its own JSON file, written atomically.
+//!
+//! # Layout under `stateDir`
+//! ```text
+//! STATE/                          0700 when created here
+//!   desired/pods/NS_NAME.json       0644  one v1 Pod per file, as applied
+//!   desired/configmaps/NS_NAME.json 0644
+//!   desired/secrets/NS_NAME.json    0600  directory 0700 (enforced at open)
+//!   status/NS_NAME.json             0644  the agent's last PodStatus of each pod
+//!   quarantine/TIME-KIND-FILE       0700  files that did not parse, newest 32 kept
+//! ```
+//! Names are DNS-1123 (validated by the model) and re-checked where they become paths
+//! ([`layout::file_name`]). Every write is write-temp, fsync, rename, fsync-directory
+//! ([`atomic`]); readers skip temp files and [`Store::open`] removes those of writers
+//! that are gone.
+//!
+//! # Read-only manifest directories and precedence
+//! `manifestDirs` (pods baked into firmware) are read beside the state directory
+//! ([`firmware`]). When both hold the same object, **the state directory's copy wins**:
+//! an operator overrides a firmware pod with `tinylet apply`; deleting the override
+//! brings the firmware pod back; deleting a firmware-only object is refused, naming its
+//! file. An override inherits the firmware pod's uid, so switching between the two is
+//! an update of one pod, not a new pod.
+//!
+//! # Uids and timestamps
+//! A new object without `metadata.uid` gets a random UUID v4 and `creationTimestamp`
+//! now; both are kept on every later apply. An apply with an explicit uid different from
+//! the stored one replaces the object: it is a new pod (new uid, new creation time), as
+//! if deleted and created. Firmware objects get a uid derived from kind, namespace and
+//! name, and their file's mtime as creation time (see [`uid`], [`firmware`]).
+//!
+//! # Flash
+//! An apply whose result equals what is stored writes nothing; a status equal to the
+//! last one writes nothing ([`status`]). [`Store::bytes_written`] counts what was
+//! written, for tests and benches.
+//!
+//! # Change detection
+//! [`Store::changed`] tells the agent whether any desired object may have changed since
+//! it last asked, without reading files (inotify; see [`watch`] for the cost and the
+//! fallback).
 
 pub mod atomic;
 pub mod digest;
+mod error;
+pub mod firmware;
 pub mod layout;
+mod quarantine;
+mod state_files;
+pub mod status;
 pub mod uid;
 pub mod watch;
+mod write;
+
+pub use error::StoreError;
+pub use layout::Kind;
+pub use write::{Applied, Deleted};
+
+use crate::config::Config;
+use crate::model::{ConfigMap, Object, Pod, PodStatus, Secret};
+use error::IoContext;
+use firmware::Firmware;
+use layout::Layout;
+use rustix::fd::BorrowedFd;
+use status::StatusFiles;
+use std::path::{Path, PathBuf};
+use watch::Watch;
+
+/// Where an effective object comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// The state directory (`tinylet apply`).
+    State,
+    /// A read-only manifest file.
+    Firmware(PathBuf),
+}
+
+/// An object as the agent should see it, with its origin.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub object: Object,
+    pub origin: Origin,
+}
+
+/// The store of one state directory plus the read-only manifest directories.
+pub struct Store {
+    layout: Layout,
+    firmware: Firmware,
+    firmware_scanned: bool,
+    status: StatusFiles,
+    watch: Option<Watch>,
+    bytes_written: u64,
+}
+
+impl Store {
+    /// Opens the store of `cfg`: its `stateDir` and `manifestDirs`.
+    pub fn open(cfg: &Config) -> Result<Store, StoreError> {
+        Store::open_at(&cfg.state_dir, &cfg.manifest_dirs)
+    }
+
+    /// Opens (creating the directories if needed) the store at `state_dir`, reading
+    /// `manifest_dirs` beside it; removes temp files left by dead writers.
+    pub fn open_at(state_dir: &Path, manifest_dirs: &[PathBuf]) -> Result<Store, StoreError> {
+        let layout = Layout::new(state_dir);
+        atomic::ensure_dir(state_dir, atomic::SECRET_DIR_MODE, false).at(state_dir)?;
+        for kind in Kind::ALL {
+            let dir = layout.kind_dir(kind);
+            let mode = if kind.is_secret() {
+                atomic::SECRET_DIR_MODE
+            } else {
+                atomic::PLAIN_DIR_MODE
+            };
+            atomic::ensure_dir(&dir, mode, kind.is_secret()).at(&dir)?;
+            atomic::remove_stale_temps(&dir).at(&dir)?;
+        }
+        let status_dir = layout.status_dir();
+        atomic::ensure_dir(&status_dir, atomic::PLAIN_DIR_MODE, false).at(&status_dir)?;
+        atomic::remove_stale_temps(&status_dir).at(&status_dir)?;
+        let quarantine = layout.quarantine_dir();
+        atomic::ensure_dir(&quarantine, atomic::SECRET_DIR_MODE, true).at(&quarantine)?;
+        Ok(Store {
+            firmware: Firmware::new(manifest_dirs.to_vec()),
+            firmware_scanned: false,
+            status: StatusFiles::new(status_dir),
+            layout,
+            watch: None,
+            bytes_written: 0,
+        })
+    }
+
+    /// The state directory.
+    pub fn state_dir(&self) -> &Path {
+        self.layout.root()
+    }
+
+    /// The read-only manifest directories.
+    pub fn manifest_dirs(&self) -> &[PathBuf] {
+        self.firmware.dirs()
+    }
+
+    /// Every effective object of `kind` (state directory over firmware), sorted by
+    /// namespace and name. Bad state files are quarantined, bad firmware files skipped.
+    pub fn list(&mut self, kind: Kind) -> Vec<Entry> {
+        let mut out: Vec<Entry> = state_files::list(&self.layout, kind)
+            .into_iter()
+            .map(|mut object| {
+                fill_uid(&mut object);
+                Entry {
+                    object,
+                    origin: Origin::State,
+                }
+            })
+            .collect();
+        self.firmware_scanned = true;
+        for (object, path) in self.firmware.scan() {
+            let shadowed = out.iter().any(|e| same_object(&e.object, &object));
+            if Kind::of(&object) == kind && !shadowed {
+                out.push(Entry {
+                    object,
+                    origin: Origin::Firmware(path),
+                });
+            }
+        }
+        out.sort_by(|a, b| {
+            (a.object.namespace(), a.object.name()).cmp(&(b.object.namespace(), b.object.name()))
+        });
+        out
+    }
+
+    /// The pods the agent should run.
+    pub fn desired_pods(&mut self) -> Vec<Pod> {
+        self.list(Kind::Pod)
+            .into_iter()
+            .filter_map(|e| match e.object {
+                Object::Pod(p) => Some(*p),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The effective object `kind` `ns/name`, if any.
+    pub fn get(&mut self, kind: Kind, ns: &str, name: &str) -> Result<Option<Entry>, StoreError> {
+        let file = layout::file_name(ns, name).map_err(|e| StoreError::Invalid(e.0))?;
+        if let Some(mut s) = state_files::read_or_quarantine(&self.layout, kind, &file, false)? {
+            fill_uid(&mut s.object);
+            return Ok(Some(Entry {
+                object: s.object,
+                origin: Origin::State,
+            }));
+        }
+        Ok(self
+            .firmware_get(kind, ns, name)
+            .map(|(object, path)| Entry {
+                object,
+                origin: Origin::Firmware(path),
+            }))
+    }
+
+    /// The configmap `ns/name` for the agent (errors are logged and read as absent).
+    pub fn get_configmap(&mut self, ns: &str, name: &str) -> Option<ConfigMap> {
+        match self.get(Kind::ConfigMap, ns, name) {
+            Ok(Some(Entry {
+                object: Object::ConfigMap(c),
+                ..
+            })) => Some(c),
+            Ok(_) => None,
+            Err(e) => {
+                log::error!("configmap {ns}/{name}: {e}");
+                None
+            }
+        }
+    }
+
+    /// The secret `ns/name` for the agent (errors are logged and read as absent).
+    pub fn get_secret(&mut self, ns: &str, name: &str) -> Option<Secret> {
+        match self.get(Kind::Secret, ns, name) {
+            Ok(Some(Entry {
+                object: Object::Secret(s),
+                ..
+            })) => Some(s),
+            Ok(_) => None,
+            Err(e) => {
+                log::error!("secret {ns}/{name}: {e}");
+                None
+            }
+        }
+    }
+
+    /// Whether any desired object (state or firmware) may have changed since the last
+    /// call; the first call says yes. Cheap enough for every PLEG period.
+    pub fn changed(&mut self) -> bool {
+        self.watch_mut().changed()
+    }
+
+    /// The change watch's fd (readable when a change is pending), to register with the
+    /// reactor instead of polling; `None` when inotify is unavailable.
+    pub fn watch_fd(&mut self) -> Option<BorrowedFd<'_>> {
+        self.watch_mut().fd()
+    }
+
+    /// The watch, created on first use (CLI commands never need one).
+    fn watch_mut(&mut self) -> &mut Watch {
+        let layout = &self.layout;
+        let firmware = &self.firmware;
+        self.watch.get_or_insert_with(|| {
+            let mut dirs: Vec<PathBuf> = Kind::ALL.iter().map(|k| layout.kind_dir(*k)).collect();
+            dirs.extend(firmware.dirs().iter().cloned());
+            Watch::new(dirs)
+        })
+    }
+
+    /// Records the status of pod `ns/name`; true when the file was (re)written, false
+    /// when it already held exactly this status.
+    pub fn write_status(
+        &mut self,
+        ns: &str,
+        name: &str,
+        status: &PodStatus,
+    ) -> Result<bool, StoreError> {
+        let n = self.status.write(ns, name, status)?;
+        self.bytes_written += n;
+        Ok(n > 0)
+    }
+
+    /// The last status written for pod `ns/name`.
+    pub fn read_status(&self, ns: &str, name: &str) -> Option<PodStatus> {
+        self.status.read(ns, name)
+    }
+
+    /// Removes the status of pod `ns/name`; false when there was none.
+    pub fn remove_status(&mut self, ns: &str, name: &str) -> Result<bool, StoreError> {
+        self.status.remove(ns, name)
+    }
+
+    /// `(namespace, name)` of every status file.
+    pub fn status_names(&self) -> Result<Vec<(String, String)>, StoreError> {
+        self.status.names()
+    }
+
+    /// Bytes this store has written to files since it was opened.
+    pub fn bytes_written(&self) -> u64 {
+        self.bytes_written
+    }
+
+    /// The firmware copy of an object, scanning the manifest directories first if that
+    /// has not happened yet.
+    fn firmware_get(&mut self, kind: Kind, ns: &str, name: &str) -> Option<(Object, PathBuf)> {
+        if !self.firmware_scanned {
+            self.firmware.scan();
+            self.firmware_scanned = true;
+        }
+        self.firmware.get(kind, ns, name)
+    }
+}
+
+/// A state file written by hand may lack a uid: give it the same stable uid a firmware
+/// object would get rather than rewriting the file.
+fn fill_uid(obj: &mut Object) {
+    if obj.meta().uid.is_empty() {
+        let uid = uid::derived_uid(obj.kind(), obj.namespace(), obj.name());
+        obj.meta_mut().uid = uid;
+    }
+}
+
+fn same_object(a: &Object, b: &Object) -> bool {
+    Kind::of(a) == Kind::of(b) && a.namespace() == b.namespace() && a.name() == b.name()
+}

@@ -3,7 +3,7 @@
 //! A stored pod without `metadata.uid` gets a random UUID (version 4, from the kernel's
 //! `getrandom`) when it is first stored, and the file keeps it for the pod's life.
 //! Firmware pods live on read-only flash, so their uid cannot be written down; it is
-//! derived from `namespace/name` instead (a version-8 "custom" UUID over a 128-bit
+//! derived from kind, namespace and name instead (a version-8 "custom" UUID over a 128-bit
 //! FNV-1a digest), so it is the same after every reboot and firmware update.
 
 use super::digest::fnv1a128;
@@ -20,9 +20,9 @@ pub fn random_uid() -> io::Result<String> {
     Ok(format_uuid(u128::from_be_bytes(bytes), 4))
 }
 
-/// The stable uid of the firmware pod `namespace/name`.
-pub fn derived_uid(namespace: &str, name: &str) -> String {
-    let digest = fnv1a128(format!("tinylet-firmware-pod/{namespace}/{name}").as_bytes());
+/// The stable uid of the firmware object `kind` (`Pod`, ...) `namespace/name`.
+pub fn derived_uid(kind: &str, namespace: &str, name: &str) -> String {
+    let digest = fnv1a128(format!("tinylet-firmware/{kind}/{namespace}/{name}").as_bytes());
     format_uuid(digest, 8)
 }
 
@@ -67,10 +67,11 @@ mod tests {
 
     #[test]
     fn derived_uids_are_stable_and_distinct() {
-        let a = derived_uid("default", "web");
+        let a = derived_uid("Pod", "default", "web");
         well_formed(&a, '8');
-        assert_eq!(a, derived_uid("default", "web"));
-        assert_ne!(a, derived_uid("default", "web2"));
-        assert_ne!(a, derived_uid("web", "default"));
+        assert_eq!(a, derived_uid("Pod", "default", "web"));
+        assert_ne!(a, derived_uid("Pod", "default", "web2"));
+        assert_ne!(a, derived_uid("Pod", "web", "default"));
+        assert_ne!(a, derived_uid("ConfigMap", "default", "web"));
     }
 }

@@ -1,0 +1,88 @@
+//! `tinylet delete pod|configmap|secret NS/NAME...` (or `NAME -n NS`, or `pod/NAME`):
+//! removes objects from the store, printing `pod "web" deleted` as kubectl does.
+//!
+//! Exit 3 when an object does not exist; exit 1 when it exists only in a read-only
+//! manifest directory (the message names the file). Deleting an override of a firmware
+//! object says that the firmware copy applies again.
+
+use super::args::Args;
+use super::output::emit;
+use super::{load_config, CliError};
+use crate::store::{Deleted, Kind, Store, StoreError};
+
+const VALUE_OPTS: &[&str] = &["n", "namespace", "config", "state-dir"];
+
+/// Runs `delete` with the words after the command name.
+pub fn run(words: &[String]) -> Result<(), CliError> {
+    let args = Args::parse(words, VALUE_OPTS)?;
+    args.only(VALUE_OPTS)?;
+    let namespace = args.value(&["n", "namespace"]);
+    let targets = targets(&args.positional, namespace)?;
+    let cfg = load_config(&args)?;
+    let mut store = Store::open(&cfg).map_err(|e| CliError::failed(e.to_string()))?;
+    let mut last_err = None;
+    for (kind, ns, name) in targets {
+        match store.delete(kind, &ns, &name) {
+            Ok(Deleted::Removed) => emit(&format!("{kind} \"{name}\" deleted\n")),
+            Ok(Deleted::FirmwareRestored(file)) => emit(&format!(
+                "{kind} \"{name}\" deleted (the firmware manifest {} applies again)\n",
+                file.display()
+            )),
+            Err(e) => {
+                let err = match e {
+                    StoreError::NotFound(_) => CliError::not_found(e.to_string()),
+                    StoreError::Invalid(_) => CliError::usage(e.to_string()),
+                    _ => CliError::failed(e.to_string()),
+                };
+                if let Some(prev) = last_err.replace(err) {
+                    eprintln!("error: {}", prev.msg);
+                }
+            }
+        }
+    }
+    last_err.map_or(Ok(()), Err)
+}
+
+/// Parses `KIND NS/NAME...`, `KIND NAME... -n NS` or `KIND/NAME...`.
+fn targets(
+    words: &[String],
+    namespace: Option<&str>,
+) -> Result<Vec<(Kind, String, String)>, CliError> {
+    let usage = || CliError::usage("usage: tinylet delete pod|configmap|secret NS/NAME...");
+    let first = words.first().ok_or_else(usage)?;
+    let (kind, names): (Kind, Vec<&str>) = match first.split_once('/') {
+        Some((k, _)) if Kind::from_resource(k).is_some() => {
+            let mut out = Vec::new();
+            let mut kind = None;
+            for w in words {
+                let (k, n) = w.split_once('/').ok_or_else(usage)?;
+                let k = Kind::from_resource(k)
+                    .ok_or_else(|| CliError::usage(format!("unknown resource type {k:?}")))?;
+                if kind.is_some_and(|prev| prev != k) {
+                    return Err(CliError::usage("delete: give one resource type at a time"));
+                }
+                kind = Some(k);
+                out.push(n);
+            }
+            (kind.ok_or_else(usage)?, out)
+        }
+        _ => {
+            let kind = Kind::from_resource(first).ok_or_else(|| {
+                CliError::usage(format!(
+                    "unknown resource type {first:?}; expected pod, configmap or secret"
+                ))
+            })?;
+            (kind, words[1..].iter().map(String::as_str).collect())
+        }
+    };
+    if names.is_empty() {
+        return Err(usage());
+    }
+    names
+        .into_iter()
+        .map(|n| {
+            let (ns, name) = super::get::split_ref(n, namespace)?;
+            Ok((kind, ns, name))
+        })
+        .collect()
+}

@@ -1,0 +1,329 @@
+//! `tinylet get`: what the device should run and what the agent last saw, kubectl-style.
+//!
+//! - `get pods [NAME...] [-A | -n NS] [-o json|wide]`: NAMESPACE (with `-A`), NAME,
+//!   READY, STATUS, RESTARTS, AGE from the store and the status files; `wide` adds IP,
+//!   NODE and SOURCE (`state` or the firmware manifest file).
+//! - `get pod NS/NAME [-o json]`: one pod; JSON includes its last status.
+//! - `get configmaps|secrets [-A | -n NS] [-o json]`: NAME, (TYPE,) DATA, AGE.
+//! - `get node [-o json]`: node name, runtime endpoint, pod counts.
+//!
+//! Without `-A` or `-n`, the namespace is `default`, as with kubectl. Exit 3 when a named
+//! object does not exist; an empty list prints kubectl's "No resources found" on stderr
+//! and exits 0.
+
+use super::args::Args;
+use super::output::{age, emit};
+use super::pod_summary::summarize;
+use super::table::Table;
+use super::{load_config, CliError};
+use crate::config::Config;
+use crate::model::meta::DEFAULT_NAMESPACE;
+use crate::model::{Object, Pod};
+use crate::store::{Entry, Kind, Origin, Store};
+use std::time::SystemTime;
+
+const VALUE_OPTS: &[&str] = &["n", "namespace", "o", "output", "config", "state-dir"];
+const FLAGS: &[&str] = &["A", "all-namespaces"];
+
+/// Output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Table,
+    Wide,
+    Json,
+}
+
+/// Which namespaces to show.
+enum Scope<'a> {
+    All,
+    One(&'a str),
+}
+
+/// Runs `get` with the words after the command name.
+pub fn run(words: &[String]) -> Result<(), CliError> {
+    let args = Args::parse(words, VALUE_OPTS)?;
+    let known: Vec<&str> = VALUE_OPTS.iter().chain(FLAGS).copied().collect();
+    args.only(&known)?;
+    let format = match args.value(&["o", "output"]) {
+        None => Format::Table,
+        Some("wide") => Format::Wide,
+        Some("json") => Format::Json,
+        Some(other) => {
+            return Err(CliError::usage(format!(
+                "get: unknown output format {other:?}; expected json or wide"
+            )))
+        }
+    };
+    let namespace = args.value(&["n", "namespace"]);
+    let scope = match (args.flag(&["A", "all-namespaces"]), namespace) {
+        (true, Some(_)) => return Err(CliError::usage("get: give either -A or -n, not both")),
+        (true, None) => Scope::All,
+        (false, ns) => Scope::One(ns.unwrap_or(DEFAULT_NAMESPACE)),
+    };
+    let Some((resource, names)) = args.positional.split_first() else {
+        return Err(CliError::usage(
+            "usage: tinylet get pods|pod NS/NAME|configmaps|secrets|node",
+        ));
+    };
+    let cfg = load_config(&args)?;
+    let mut store = Store::open(&cfg).map_err(|e| CliError::failed(e.to_string()))?;
+    if matches!(resource.as_str(), "node" | "nodes" | "no") {
+        return node(&cfg, &mut store, format);
+    }
+    let kind = Kind::from_resource(resource).ok_or_else(|| {
+        CliError::usage(format!(
+            "unknown resource type {resource:?}; expected pods, configmaps, secrets or node"
+        ))
+    })?;
+    let entries = select(&mut store, kind, &scope, names, namespace)?;
+    let now = SystemTime::now();
+    match format {
+        Format::Json => print_json(&store, &entries, names.len() == 1),
+        _ if entries.is_empty() => {
+            match scope {
+                Scope::All => eprintln!("No resources found"),
+                Scope::One(ns) => eprintln!("No resources found in {ns} namespace."),
+            }
+            Ok(())
+        }
+        f => {
+            let all = matches!(scope, Scope::All);
+            let table = match kind {
+                Kind::Pod => pod_table(&store, &entries, all, f == Format::Wide, now),
+                _ => data_table(&entries, all, now),
+            };
+            emit(&table.render());
+            Ok(())
+        }
+    }
+}
+
+/// The entries to show: the named ones (each must exist), or all in scope.
+fn select(
+    store: &mut Store,
+    kind: Kind,
+    scope: &Scope,
+    names: &[String],
+    namespace: Option<&str>,
+) -> Result<Vec<Entry>, CliError> {
+    if names.is_empty() {
+        return Ok(store
+            .list(kind)
+            .into_iter()
+            .filter(|e| match scope {
+                Scope::All => true,
+                Scope::One(ns) => e.object.namespace() == *ns,
+            })
+            .collect());
+    }
+    let mut out = Vec::new();
+    for n in names {
+        let (ns, name) = split_ref(n, namespace)?;
+        match store.get(kind, &ns, &name) {
+            Ok(Some(e)) => out.push(e),
+            Ok(None) => return Err(CliError::not_found(format!("{kind} {ns}/{name} not found"))),
+            Err(e) => return Err(CliError::usage(e.to_string())),
+        }
+    }
+    Ok(out)
+}
+
+/// Splits `NS/NAME` (or `NAME`, in `namespace` or `default`).
+pub fn split_ref(s: &str, namespace: Option<&str>) -> Result<(String, String), CliError> {
+    let (ns, name) = match s.split_once('/') {
+        Some((ns, name)) => {
+            if namespace.is_some_and(|n| n != ns) {
+                return Err(CliError::usage(format!(
+                    "{s:?} names namespace {ns:?}, but -n says {:?}",
+                    namespace.unwrap_or_default()
+                )));
+            }
+            (ns, name)
+        }
+        None => (namespace.unwrap_or(DEFAULT_NAMESPACE), s),
+    };
+    if ns.is_empty() || name.is_empty() {
+        return Err(CliError::usage(format!(
+            "expected NAMESPACE/NAME or NAME, got {s:?}"
+        )));
+    }
+    Ok((ns.to_string(), name.to_string()))
+}
+
+/// The `get pods` table.
+fn pod_table(store: &Store, entries: &[Entry], all: bool, wide: bool, now: SystemTime) -> Table {
+    let mut header = vec!["NAME", "READY", "STATUS", "RESTARTS", "AGE"];
+    if all {
+        header.insert(0, "NAMESPACE");
+    }
+    if wide {
+        header.extend(["IP", "NODE", "SOURCE"]);
+    }
+    let mut table = Table::new(&header);
+    for e in entries {
+        let Object::Pod(pod) = &e.object else {
+            continue;
+        };
+        let status = store.read_status(e.object.namespace(), e.object.name());
+        let s = summarize(pod, status.as_ref(), now);
+        let mut row = Vec::new();
+        if all {
+            row.push(e.object.namespace().to_string());
+        }
+        let created = pod.metadata.creation_timestamp.as_deref();
+        row.extend([
+            e.object.name().to_string(),
+            s.ready,
+            s.status,
+            s.restarts,
+            age(created, now),
+        ]);
+        if wide {
+            let ip = status
+                .as_ref()
+                .map(|s| s.pod_ip.clone())
+                .unwrap_or_default();
+            row.push(or_none(ip));
+            row.push(or_none(pod.spec.node_name.clone()));
+            row.push(source(&e.origin));
+        }
+        table.row(row);
+    }
+    table
+}
+
+/// The `get configmaps|secrets` table.
+fn data_table(entries: &[Entry], all: bool, now: SystemTime) -> Table {
+    let secrets = entries
+        .iter()
+        .any(|e| matches!(e.object, Object::Secret(_)));
+    let mut header = vec!["NAME"];
+    if all {
+        header.insert(0, "NAMESPACE");
+    }
+    if secrets {
+        header.push("TYPE");
+    }
+    header.extend(["DATA", "AGE"]);
+    let mut table = Table::new(&header);
+    for e in entries {
+        let mut row = Vec::new();
+        if all {
+            row.push(e.object.namespace().to_string());
+        }
+        row.push(e.object.name().to_string());
+        let count = match &e.object {
+            Object::ConfigMap(c) => c.entries().len(),
+            Object::Secret(s) => {
+                row.push(s.type_.clone());
+                s.entries().len()
+            }
+            Object::Pod(_) => 0,
+        };
+        row.push(count.to_string());
+        row.push(age(e.object.meta().creation_timestamp.as_deref(), now));
+        table.row(row);
+    }
+    table
+}
+
+fn or_none(s: String) -> String {
+    if s.is_empty() {
+        "<none>".into()
+    } else {
+        s
+    }
+}
+
+fn source(origin: &Origin) -> String {
+    match origin {
+        Origin::State => "state".into(),
+        Origin::Firmware(path) => path.display().to_string(),
+    }
+}
+
+/// Prints one object (when one was named) or a v1 List; pods carry their last status.
+fn print_json(store: &Store, entries: &[Entry], single: bool) -> Result<(), CliError> {
+    let items: Vec<serde_json::Value> = entries
+        .iter()
+        .map(|e| match &e.object {
+            Object::Pod(p) => {
+                let mut pod: Pod = (**p).clone();
+                pod.status = store.read_status(e.object.namespace(), e.object.name());
+                serde_json::to_value(&pod)
+            }
+            Object::ConfigMap(c) => serde_json::to_value(c),
+            Object::Secret(s) => serde_json::to_value(s),
+        })
+        .collect::<Result<_, _>>()
+        .map_err(|e| CliError::failed(format!("encoding JSON: {e}")))?;
+    let value = match (single, items.len()) {
+        (true, 1) => items.into_iter().next().unwrap_or_default(),
+        _ => serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "List",
+            "metadata": {"resourceVersion": ""},
+            "items": items,
+        }),
+    };
+    let text = serde_json::to_string_pretty(&value)
+        .map_err(|e| CliError::failed(format!("encoding JSON: {e}")))?;
+    emit(&format!("{text}\n"));
+    Ok(())
+}
+
+/// `get node`: what this node is and how many pods it should run.
+fn node(cfg: &Config, store: &mut Store, format: Format) -> Result<(), CliError> {
+    let pods = store.list(Kind::Pod);
+    let firmware = pods
+        .iter()
+        .filter(|e| matches!(e.origin, Origin::Firmware(_)))
+        .count();
+    let running = pods
+        .iter()
+        .filter(|e| {
+            store
+                .read_status(e.object.namespace(), e.object.name())
+                .and_then(|s| s.phase)
+                == Some(crate::model::status::PodPhase::Running)
+        })
+        .count();
+    let name = node_name(cfg);
+    let version = format!("tinylet/v{}", env!("CARGO_PKG_VERSION"));
+    if format == Format::Json {
+        let v = serde_json::json!({
+            "name": name,
+            "runtimeEndpoint": cfg.runtime_endpoint,
+            "stateDir": cfg.state_dir,
+            "manifestDirs": cfg.manifest_dirs,
+            "pods": {"desired": pods.len(), "running": running, "firmware": firmware},
+            "version": version,
+        });
+        let text = serde_json::to_string_pretty(&v)
+            .map_err(|e| CliError::failed(format!("encoding JSON: {e}")))?;
+        emit(&format!("{text}\n"));
+        return Ok(());
+    }
+    let mut table = Table::new(&["NAME", "PODS", "RUNNING", "FIRMWARE", "RUNTIME", "VERSION"]);
+    table.row(vec![
+        name,
+        pods.len().to_string(),
+        running.to_string(),
+        firmware.to_string(),
+        cfg.runtime_endpoint.clone(),
+        version,
+    ]);
+    emit(&table.render());
+    Ok(())
+}
+
+/// The config's `nodeName`, else the lower-cased host name (as kubelet does).
+pub fn node_name(cfg: &Config) -> String {
+    if !cfg.node_name.is_empty() {
+        return cfg.node_name.clone();
+    }
+    rustix::system::uname()
+        .nodename()
+        .to_string_lossy()
+        .to_lowercase()
+}

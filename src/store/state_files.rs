@@ -1,0 +1,126 @@
+//! Reading desired objects back from `STATE/desired/KIND/`.
+//!
+//! Every file is parsed and validated again on read (it may have been edited by hand or
+//! damaged), and must hold an object of the directory's kind whose namespace and name
+//! match the file name. Anything else is quarantined; the other files are unaffected.
+//! Dotfiles (temp files among them) and files not ending in `.json` are skipped.
+
+use super::atomic;
+use super::error::{IoContext, StoreError};
+use super::layout::{self, Kind, Layout};
+use super::quarantine::quarantine;
+use crate::model::{parse_object, Object};
+
+/// One object read from the state directory, with the exact bytes of its file.
+pub struct StateObject {
+    pub object: Object,
+    pub bytes: Vec<u8>,
+}
+
+/// What reading one file found.
+pub enum Found {
+    Missing,
+    Valid(Box<StateObject>),
+    /// Not a valid object for this place, and why.
+    Bad {
+        reason: String,
+    },
+}
+
+/// Reads and checks `file` of `kind`, changing nothing.
+pub fn read(layout: &Layout, kind: Kind, file: &str) -> Result<Found, StoreError> {
+    let path = layout.kind_dir(kind).join(file);
+    let Some(bytes) = atomic::read_optional(&path).at(&path)? else {
+        return Ok(Found::Missing);
+    };
+    Ok(
+        match check(kind, file, &path.display().to_string(), &bytes) {
+            Ok(object) => Found::Valid(Box::new(StateObject { object, bytes })),
+            Err(reason) => Found::Bad { reason },
+        },
+    )
+}
+
+/// Reads `file`, quarantining it when it is bad. `locked` says whether the caller holds
+/// the directory lock; if not, it is taken and the file re-read before moving it, so a
+/// good file that an `apply` renamed into place meanwhile is never quarantined.
+pub fn read_or_quarantine(
+    layout: &Layout,
+    kind: Kind,
+    file: &str,
+    locked: bool,
+) -> Result<Option<StateObject>, StoreError> {
+    let mut reason = match read(layout, kind, file)? {
+        Found::Missing => return Ok(None),
+        Found::Valid(o) => return Ok(Some(*o)),
+        Found::Bad { reason } => reason,
+    };
+    let dir = layout.kind_dir(kind);
+    let _lock = if locked {
+        None
+    } else {
+        let d = atomic::open_dir(&dir).at(&dir)?;
+        atomic::lock_exclusive(&d).at(&dir)?;
+        // Judge what is there now: an apply may have replaced it meanwhile.
+        match read(layout, kind, file)? {
+            Found::Missing => return Ok(None),
+            Found::Valid(o) => return Ok(Some(*o)),
+            Found::Bad { reason: now } => reason = now,
+        }
+        Some(d)
+    };
+    quarantine(&layout.quarantine_dir(), &dir, file, kind, &reason)?;
+    Ok(None)
+}
+/// Parses `bytes` and checks that the object belongs in `file` of `kind`.
+fn check(kind: Kind, file: &str, source: &str, bytes: &[u8]) -> Result<Object, String> {
+    let Some((ns, name)) = layout::parse_file_name(file) else {
+        return Err(format!(
+            "file name must be NAMESPACE_NAME{} (store objects with tinylet apply)",
+            layout::SUFFIX
+        ));
+    };
+    let obj = parse_object(source, bytes).map_err(|e| e.messages.join("; "))?;
+    if Kind::of(&obj) != kind {
+        return Err(format!(
+            "holds a {}, but this directory is for {}",
+            obj.kind(),
+            kind.api_kind()
+        ));
+    }
+    if obj.namespace() != ns || obj.name() != name {
+        return Err(format!(
+            "file name says {ns}/{name}, but the object is {}/{}",
+            obj.namespace(),
+            obj.name()
+        ));
+    }
+    Ok(obj)
+}
+
+/// Every valid object of `kind`, sorted by file name (namespace, then name). Bad files
+/// are quarantined; a directory that cannot be read is logged and yields nothing.
+pub fn list(layout: &Layout, kind: Kind) -> Vec<Object> {
+    let dir = layout.kind_dir(kind);
+    let mut files: Vec<String> = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| !n.starts_with('.') && n.ends_with(layout::SUFFIX))
+            .collect(),
+        Err(e) => {
+            log::error!("{}: {e}", dir.display());
+            return Vec::new();
+        }
+    };
+    files.sort();
+    files
+        .iter()
+        .filter_map(|f| match read_or_quarantine(layout, kind, f, false) {
+            Ok(o) => o.map(|o| o.object),
+            Err(e) => {
+                log::error!("{e}");
+                None
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,150 @@
+//! The write side of the store: `apply` (create, update, replace, or nothing) and
+//! `delete`, each under an exclusive lock on the kind's directory so two commands never
+//! interleave their read-modify-write of one object.
+
+use super::atomic;
+use super::error::{IoContext, StoreError};
+use super::layout::{self, Kind};
+use super::state_files;
+use super::uid;
+use super::{fill_uid, Store};
+use crate::model::Object;
+use std::path::PathBuf;
+
+/// What an apply did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applied {
+    /// A new object (not in the state directory nor the firmware).
+    Created,
+    /// An existing object changed (or a firmware object got an override).
+    Updated,
+    /// The result equals what is stored: nothing was written.
+    Unchanged,
+    /// The manifest carries a uid different from the stored one: a new object under
+    /// the same name (new uid, new creation time).
+    Replaced,
+}
+
+impl Applied {
+    /// The word kubectl prints: `pod/web created`.
+    pub fn verb(self) -> &'static str {
+        match self {
+            Applied::Created => "created",
+            Applied::Updated => "configured",
+            Applied::Unchanged => "unchanged",
+            Applied::Replaced => "replaced",
+        }
+    }
+}
+
+/// What a delete did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Deleted {
+    /// The object is gone.
+    Removed,
+    /// The override was removed; the firmware object in this file applies again.
+    FirmwareRestored(PathBuf),
+}
+
+impl Store {
+    /// Stores `obj` (already parsed and validated by the model) as the desired state of
+    /// its kind, namespace and name. Writes nothing when the result equals what is
+    /// stored, so re-applying never wears flash.
+    pub fn apply(&mut self, mut obj: Object) -> Result<Applied, StoreError> {
+        let kind = Kind::of(&obj);
+        let (ns, name) = (obj.namespace().to_string(), obj.name().to_string());
+        let file = layout::file_name(&ns, &name).map_err(|e| StoreError::Invalid(e.0))?;
+        let dir = self.layout.kind_dir(kind);
+        let lock = atomic::open_dir(&dir).at(&dir)?;
+        atomic::lock_exclusive(&lock).at(&dir)?;
+
+        let stored = state_files::read_or_quarantine(&self.layout, kind, &file, true)?;
+        let firmware = match stored {
+            Some(_) => None,
+            None => self.firmware_get(kind, &ns, &name).map(|(o, _)| o),
+        };
+        let previous = stored.as_ref().map(|s| {
+            let mut o = s.object.clone();
+            fill_uid(&mut o);
+            o
+        });
+        if let Object::Pod(p) = &mut obj {
+            p.status = None;
+        }
+        let outcome = merge_identity(&mut obj, previous.as_ref().or(firmware.as_ref()))?;
+        let bytes = to_bytes(&obj);
+        let same = match (&stored, &firmware) {
+            (Some(s), _) => s.bytes == bytes,
+            (None, Some(f)) => to_bytes(f) == bytes,
+            (None, None) => false,
+        };
+        if same {
+            return Ok(Applied::Unchanged);
+        }
+        let mode = if kind.is_secret() {
+            atomic::SECRET_FILE_MODE
+        } else {
+            atomic::PLAIN_FILE_MODE
+        };
+        self.bytes_written += atomic::write_file(&dir, &file, &bytes, mode).at(&dir.join(&file))?;
+        Ok(outcome)
+    }
+
+    /// Deletes `kind` `ns/name` from the state directory. A firmware object cannot be
+    /// deleted ([`StoreError::ReadOnly`]); deleting its override restores it.
+    pub fn delete(&mut self, kind: Kind, ns: &str, name: &str) -> Result<Deleted, StoreError> {
+        let file = layout::file_name(ns, name).map_err(|e| StoreError::Invalid(e.0))?;
+        let dir = self.layout.kind_dir(kind);
+        let lock = atomic::open_dir(&dir).at(&dir)?;
+        atomic::lock_exclusive(&lock).at(&dir)?;
+        let removed = atomic::remove_file(&dir, &file).at(&dir.join(&file))?;
+        let firmware = self.firmware_get(kind, ns, name).map(|(_, path)| path);
+        let what = format!("{kind} {ns}/{name}");
+        match (removed, firmware) {
+            (true, None) => Ok(Deleted::Removed),
+            (true, Some(path)) => Ok(Deleted::FirmwareRestored(path)),
+            (false, Some(file)) => Err(StoreError::ReadOnly { what, file }),
+            (false, None) => Err(StoreError::NotFound(what)),
+        }
+    }
+}
+
+/// Gives `obj` its uid and creation time from `previous` (the object it updates), or
+/// fresh ones; says whether this creates, updates or replaces.
+fn merge_identity(obj: &mut Object, previous: Option<&Object>) -> Result<Applied, StoreError> {
+    let meta = obj.meta_mut();
+    let now = || crate::model::time::now_rfc3339();
+    match previous {
+        Some(prev) if meta.uid.is_empty() || meta.uid == prev.meta().uid => {
+            meta.uid = prev.meta().uid.clone();
+            meta.creation_timestamp = prev
+                .meta()
+                .creation_timestamp
+                .clone()
+                .or_else(|| meta.creation_timestamp.take())
+                .or_else(|| Some(now()));
+            Ok(Applied::Updated)
+        }
+        Some(_) => {
+            meta.creation_timestamp = Some(now());
+            Ok(Applied::Replaced)
+        }
+        None => {
+            if meta.uid.is_empty() {
+                meta.uid = uid::random_uid()
+                    .map_err(|e| StoreError::io(std::path::Path::new("getrandom"), e))?;
+            }
+            if meta.creation_timestamp.is_none() {
+                meta.creation_timestamp = Some(now());
+            }
+            Ok(Applied::Created)
+        }
+    }
+}
+
+/// The stored form: the model's pretty JSON and a final newline.
+fn to_bytes(obj: &Object) -> Vec<u8> {
+    let mut bytes = obj.to_json_pretty().into_bytes();
+    bytes.push(b'\n');
+    bytes
+}
