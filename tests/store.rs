@@ -1,0 +1,479 @@
+//! The flat-file store through its public API, on scratch directories: layout and
+//! permissions, idempotent apply (zero bytes written), uid rules, quarantine, the
+//! firmware-directory precedence rule, status write-on-change, temp files, change watch.
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use tinylet::model::status::PodPhase;
+use tinylet::model::{parse_object, Object, PodStatus};
+use tinylet::store::{Applied, Deleted, Kind, Origin, Store, StoreError};
+
+/// A fresh directory under the system temp dir, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(tag: &str) -> Scratch {
+        let d = std::env::temp_dir().join(format!("tinylet-store-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        Scratch(d)
+    }
+    fn state(&self) -> PathBuf {
+        self.0.join("state")
+    }
+    fn firmware(&self) -> PathBuf {
+        self.0.join("firmware")
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn pod_json(ns: &str, name: &str, image: &str) -> String {
+    format!(
+        r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{name}","namespace":"{ns}"}},
+            "spec":{{"containers":[{{"name":"c","image":"{image}"}}]}}}}"#
+    )
+}
+
+fn pod(ns: &str, name: &str, image: &str) -> Object {
+    parse_object("test", pod_json(ns, name, image).as_bytes()).unwrap()
+}
+
+fn configmap(name: &str, value: &str) -> Object {
+    let j = format!(
+        r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{name}"}},"data":{{"k":"{value}"}}}}"#
+    );
+    parse_object("test", j.as_bytes()).unwrap()
+}
+
+fn secret(name: &str) -> Object {
+    let j = format!(
+        r#"{{"apiVersion":"v1","kind":"Secret","metadata":{{"name":"{name}"}},"data":{{"password":"aHVudGVyMg=="}}}}"#
+    );
+    parse_object("test", j.as_bytes()).unwrap()
+}
+
+fn mode(p: &Path) -> u32 {
+    std::fs::metadata(p).unwrap().permissions().mode() & 0o7777
+}
+
+fn image_of(store: &mut Store, ns: &str, name: &str) -> String {
+    match store.get(Kind::Pod, ns, name).unwrap().unwrap().object {
+        Object::Pod(p) => p.spec.containers[0].image.clone(),
+        _ => unreachable!(),
+    }
+}
+
+fn uid_of(store: &mut Store, kind: Kind, ns: &str, name: &str) -> String {
+    store
+        .get(kind, ns, name)
+        .unwrap()
+        .unwrap()
+        .object
+        .meta()
+        .uid
+        .clone()
+}
+
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn layout_and_permissions() {
+    let s = Scratch::new("layout");
+    let mut store = Store::open_at(&s.state(), &[]).unwrap();
+    store.apply(pod("kube-system", "web", "nginx")).unwrap();
+    store.apply(configmap("cfg", "v")).unwrap();
+    store.apply(secret("creds")).unwrap();
+    let st = s.state();
+    assert!(st.join("desired/pods/kube-system_web.json").is_file());
+    assert!(st.join("desired/configmaps/default_cfg.json").is_file());
+    assert!(st.join("desired/secrets/default_creds.json").is_file());
+    assert_eq!(mode(&st), 0o700, "state dir created 0700");
+    assert_eq!(mode(&st.join("desired/secrets")), 0o700);
+    assert_eq!(mode(&st.join("desired/secrets/default_creds.json")), 0o600);
+    assert_eq!(mode(&st.join("quarantine")), 0o700);
+    // Plain files are 0644 (less under a stricter umask): never writable by others.
+    let plain = mode(&st.join("desired/pods/kube-system_web.json"));
+    assert_eq!((plain & !0o644, plain & 0o600), (0, 0o600), "{plain:o}");
+    // A secrets directory loosened by hand is tightened again at open.
+    std::fs::set_permissions(
+        st.join("desired/secrets"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    drop(Store::open_at(&st, &[]).unwrap());
+    assert_eq!(mode(&st.join("desired/secrets")), 0o700);
+    // The stored file is the object as the model serializes it, with uid and time.
+    let text = std::fs::read_to_string(st.join("desired/pods/kube-system_web.json")).unwrap();
+    let back = parse_object("stored", text.as_bytes()).unwrap();
+    assert_eq!(back.name(), "web");
+    assert!(!back.meta().uid.is_empty());
+    assert!(back.meta().creation_timestamp.is_some());
+}
+
+#[test]
+fn reapply_is_unchanged_and_writes_zero_bytes() {
+    let s = Scratch::new("idem");
+    let mut store = Store::open_at(&s.state(), &[]).unwrap();
+    assert_eq!(
+        store.apply(pod("default", "web", "nginx:1")).unwrap(),
+        Applied::Created
+    );
+    let written = store.bytes_written();
+    assert!(written > 0);
+    let path = s.state().join("desired/pods/default_web.json");
+    let before = std::fs::metadata(&path).unwrap();
+    for _ in 0..5 {
+        assert_eq!(
+            store.apply(pod("default", "web", "nginx:1")).unwrap(),
+            Applied::Unchanged
+        );
+    }
+    // Another process (a new Store) re-applying writes nothing either.
+    let mut other = Store::open_at(&s.state(), &[]).unwrap();
+    assert_eq!(
+        other.apply(pod("default", "web", "nginx:1")).unwrap(),
+        Applied::Unchanged
+    );
+    assert_eq!(store.bytes_written(), written);
+    assert_eq!(other.bytes_written(), 0);
+    let after = std::fs::metadata(&path).unwrap();
+    assert_eq!(
+        (before.ino(), before.mtime_nsec()),
+        (after.ino(), after.mtime_nsec())
+    );
+    assert_eq!(
+        store.apply(pod("default", "web", "nginx:2")).unwrap(),
+        Applied::Updated
+    );
+    assert!(store.bytes_written() > written);
+}
+
+#[test]
+fn uid_and_creation_time_are_kept_for_the_pods_life() {
+    let s = Scratch::new("uid");
+    let mut store = Store::open_at(&s.state(), &[]).unwrap();
+    store.apply(pod("default", "web", "nginx:1")).unwrap();
+    let uid = uid_of(&mut store, Kind::Pod, "default", "web");
+    assert_eq!(uid.len(), 36);
+    assert_eq!(uid.as_bytes()[14], b'4', "random uids are UUID v4: {uid}");
+    let created = store
+        .get(Kind::Pod, "default", "web")
+        .unwrap()
+        .unwrap()
+        .object
+        .meta()
+        .creation_timestamp
+        .clone();
+    assert_eq!(
+        store.apply(pod("default", "web", "nginx:2")).unwrap(),
+        Applied::Updated
+    );
+    assert_eq!(uid_of(&mut store, Kind::Pod, "default", "web"), uid);
+    let after = store.get(Kind::Pod, "default", "web").unwrap().unwrap();
+    assert_eq!(after.object.meta().creation_timestamp, created);
+    // The same uid given explicitly is an update too.
+    let mut same = pod("default", "web", "nginx:3");
+    same.meta_mut().uid = uid.clone();
+    assert_eq!(store.apply(same).unwrap(), Applied::Updated);
+    // A different explicit uid is a new pod under the same name.
+    let mut other = pod("default", "web", "nginx:3");
+    other.meta_mut().uid = "0a0a0a0a-0000-4000-8000-000000000001".into();
+    assert_eq!(store.apply(other).unwrap(), Applied::Replaced);
+    assert_eq!(
+        uid_of(&mut store, Kind::Pod, "default", "web"),
+        "0a0a0a0a-0000-4000-8000-000000000001"
+    );
+    // Two pods never share a uid.
+    store.apply(pod("default", "db", "postgres")).unwrap();
+    assert_ne!(uid_of(&mut store, Kind::Pod, "default", "db"), uid);
+}
+
+#[test]
+fn bad_files_are_quarantined_and_the_rest_keep_working() {
+    let s = Scratch::new("quarantine");
+    let mut store = Store::open_at(&s.state(), &[]).unwrap();
+    store.apply(pod("default", "good", "nginx")).unwrap();
+    let pods = s.state().join("desired/pods");
+    std::fs::write(pods.join("default_garbage.json"), b"{not json").unwrap();
+    let no_containers = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"invalid"},"spec":{"containers":[]}}"#;
+    std::fs::write(pods.join("default_invalid.json"), no_containers).unwrap();
+    std::fs::write(
+        pods.join("default_other.json"),
+        pod_json("default", "mismatch", "x").as_bytes(),
+    )
+    .unwrap();
+    std::fs::write(
+        pods.join("nonsense.json"),
+        pod_json("default", "x", "x").as_bytes(),
+    )
+    .unwrap();
+    let cm = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm"}}"#;
+    std::fs::write(pods.join("default_cm.json"), cm).unwrap();
+    std::fs::write(pods.join("README"), b"not an object file: ignored").unwrap();
+
+    let desired = store.desired_pods();
+    let got: Vec<&str> = desired.iter().map(|p| p.metadata.name.as_str()).collect();
+    assert_eq!(got, ["good"]);
+    assert_eq!(names(&pods), ["README", "default_good.json"]);
+    let q = names(&s.state().join("quarantine"));
+    assert_eq!(q.len(), 5, "{q:?}");
+    for suffix in [
+        "-pods-default_garbage.json",
+        "-pods-default_invalid.json",
+        "-pods-default_other.json",
+        "-pods-nonsense.json",
+        "-pods-default_cm.json",
+    ] {
+        assert!(q.iter().any(|n| n.ends_with(suffix)), "{suffix} in {q:?}");
+    }
+    // Quarantine keeps only the newest 32 files.
+    for i in 0..40 {
+        std::fs::write(pods.join(format!("default_bad{i}.json")), b"[]").unwrap();
+    }
+    assert_eq!(store.desired_pods().len(), 1);
+    assert_eq!(names(&s.state().join("quarantine")).len(), 32);
+    // A pod whose file went bad can be applied again.
+    std::fs::write(pods.join("default_good.json"), b"\0\0\0").unwrap();
+    assert!(store.get(Kind::Pod, "default", "good").unwrap().is_none());
+    assert_eq!(
+        store.apply(pod("default", "good", "nginx")).unwrap(),
+        Applied::Created
+    );
+}
+
+#[test]
+fn firmware_pods_are_overridden_by_apply_and_come_back_on_delete() {
+    let s = Scratch::new("firmware");
+    let fw = s.firmware();
+    std::fs::create_dir_all(&fw).unwrap();
+    std::fs::write(
+        fw.join("10-agent.json"),
+        pod_json("default", "agent", "agent:1"),
+    )
+    .unwrap();
+    std::fs::write(fw.join("20-broken.json"), b"{").unwrap();
+    std::fs::write(
+        fw.join("30-dup.json"),
+        pod_json("default", "agent", "agent:dup"),
+    )
+    .unwrap();
+    let cm = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"agent-cfg"},"data":{"a":"1"}}"#;
+    std::fs::write(fw.join("40-cfg.json"), cm).unwrap();
+    let dirs = [fw.clone(), s.0.join("missing-dir")];
+
+    let mut store = Store::open_at(&s.state(), &dirs).unwrap();
+    let pods = store.list(Kind::Pod);
+    assert_eq!(pods.len(), 1);
+    assert_eq!(pods[0].origin, Origin::Firmware(fw.join("10-agent.json")));
+    let fw_uid = pods[0].object.meta().uid.clone();
+    assert_eq!(fw_uid.as_bytes()[14], b'8', "derived uid: {fw_uid}");
+    assert!(pods[0].object.meta().creation_timestamp.is_some());
+    assert_eq!(image_of(&mut store, "default", "agent"), "agent:1");
+    // The uid is derived, not stored: the same after a "reboot".
+    let mut again = Store::open_at(&s.state(), &dirs).unwrap();
+    assert_eq!(uid_of(&mut again, Kind::Pod, "default", "agent"), fw_uid);
+    assert!(names(&s.state().join("desired/pods")).is_empty());
+    assert!(store.get_configmap("default", "agent-cfg").is_some());
+
+    // Applying the firmware pod as it is writes nothing.
+    assert_eq!(
+        store.apply(pod("default", "agent", "agent:1")).unwrap(),
+        Applied::Unchanged
+    );
+    assert_eq!(store.bytes_written(), 0);
+    // An override wins and keeps the firmware pod's uid.
+    assert_eq!(
+        store.apply(pod("default", "agent", "agent:2")).unwrap(),
+        Applied::Updated
+    );
+    assert_eq!(image_of(&mut store, "default", "agent"), "agent:2");
+    assert_eq!(uid_of(&mut store, Kind::Pod, "default", "agent"), fw_uid);
+    let desired = store.desired_pods();
+    assert_eq!(desired.len(), 1);
+    assert_eq!(desired[0].spec.containers[0].image, "agent:2");
+    assert_eq!(store.list(Kind::Pod)[0].origin, Origin::State);
+    // Deleting the override brings the firmware pod back; deleting that is refused.
+    assert_eq!(
+        store.delete(Kind::Pod, "default", "agent").unwrap(),
+        Deleted::FirmwareRestored(fw.join("10-agent.json"))
+    );
+    assert_eq!(image_of(&mut store, "default", "agent"), "agent:1");
+    match store.delete(Kind::Pod, "default", "agent") {
+        Err(e @ StoreError::ReadOnly { .. }) => {
+            let msg = e.to_string();
+            assert!(
+                msg.contains("10-agent.json") && msg.contains("read-only"),
+                "{msg}"
+            );
+        }
+        other => panic!("expected ReadOnly, got {other:?}"),
+    }
+    // Bad firmware files stay where they are.
+    assert!(fw.join("20-broken.json").exists());
+    assert!(names(&s.state().join("quarantine")).is_empty());
+}
+
+#[test]
+fn status_is_written_only_when_it_changes() {
+    let s = Scratch::new("status");
+    let mut store = Store::open_at(&s.state(), &[]).unwrap();
+    let mut st = PodStatus {
+        phase: Some(PodPhase::Pending),
+        ..Default::default()
+    };
+    assert!(store.write_status("default", "web", &st).unwrap());
+    let first = store.bytes_written();
+    assert!(first > 0);
+    let path = s.state().join("status/default_web.json");
+    let ino = std::fs::metadata(&path).unwrap().ino();
+    for _ in 0..100 {
+        assert!(!store.write_status("default", "web", &st).unwrap());
+    }
+    assert_eq!(
+        store.bytes_written(),
+        first,
+        "unchanged status writes 0 bytes"
+    );
+    // After a restart the first unchanged report reads the file and writes nothing.
+    let mut restarted = Store::open_at(&s.state(), &[]).unwrap();
+    assert!(!restarted.write_status("default", "web", &st).unwrap());
+    assert_eq!(restarted.bytes_written(), 0);
+    assert_eq!(std::fs::metadata(&path).unwrap().ino(), ino);
+    st.phase = Some(PodPhase::Running);
+    assert!(restarted.write_status("default", "web", &st).unwrap());
+    assert_eq!(restarted.read_status("default", "web"), Some(st.clone()));
+    assert_eq!(
+        restarted.status_names().unwrap(),
+        [("default".to_string(), "web".to_string())]
+    );
+    assert!(restarted.remove_status("default", "web").unwrap());
+    assert!(!restarted.remove_status("default", "web").unwrap());
+    assert_eq!(restarted.read_status("default", "web"), None);
+    // Written again after removal, even though the content was seen before.
+    assert!(restarted.write_status("default", "web", &st).unwrap());
+    // A damaged status file reads as absent and is replaced by the next report.
+    std::fs::write(&path, b"garbage").unwrap();
+    let mut third = Store::open_at(&s.state(), &[]).unwrap();
+    assert_eq!(third.read_status("default", "web"), None);
+    assert!(third.write_status("default", "web", &st).unwrap());
+    assert_eq!(third.read_status("default", "web"), Some(st));
+}
+
+#[test]
+fn temp_files_are_skipped_and_stale_ones_cleaned() {
+    let s = Scratch::new("temps");
+    drop(Store::open_at(&s.state(), &[]).unwrap());
+    let pods = s.state().join("desired/pods");
+    // A dead writer's leftover (pid far above pid_max) and a live one's (pid 1).
+    std::fs::write(pods.join(".tmp-2147483646-7"), b"{half a fi").unwrap();
+    std::fs::write(pods.join(".tmp-1-3"), b"{in flight").unwrap();
+    std::fs::write(s.state().join("status/.tmp-2147483646-1"), b"x").unwrap();
+    let mut store = Store::open_at(&s.state(), &[]).unwrap();
+    assert_eq!(names(&pods), [".tmp-1-3"]);
+    assert!(names(&s.state().join("status")).is_empty());
+    store.apply(pod("default", "web", "nginx")).unwrap();
+    assert_eq!(store.desired_pods().len(), 1);
+    assert_eq!(names(&pods), [".tmp-1-3", "default_web.json"]);
+    assert!(
+        names(&s.state().join("quarantine")).is_empty(),
+        "temp files are never quarantined"
+    );
+}
+
+#[test]
+fn change_watch_sees_other_writers_only_when_something_changed() {
+    let s = Scratch::new("watch");
+    let fw = s.firmware();
+    std::fs::create_dir_all(&fw).unwrap();
+    let mut agent = Store::open_at(&s.state(), std::slice::from_ref(&fw)).unwrap();
+    assert!(agent.changed(), "first poll");
+    assert!(!agent.changed());
+    assert!(agent.watch_fd().is_some(), "inotify is available here");
+    let mut cli = Store::open_at(&s.state(), &[]).unwrap();
+    cli.apply(pod("default", "web", "nginx")).unwrap();
+    assert!(agent.changed());
+    assert!(!agent.changed());
+    cli.apply(pod("default", "web", "nginx")).unwrap();
+    assert!(!agent.changed(), "an unchanged apply is no change");
+    agent
+        .write_status("default", "web", &PodStatus::default())
+        .unwrap();
+    assert!(!agent.changed(), "status files are not desired state");
+    cli.apply(secret("s")).unwrap();
+    assert!(agent.changed());
+    std::fs::write(fw.join("p.json"), pod_json("default", "fw", "x")).unwrap();
+    assert!(agent.changed(), "firmware directories are watched too");
+    cli.delete(Kind::Pod, "default", "web").unwrap();
+    assert!(agent.changed());
+    assert!(!agent.changed());
+}
+
+#[test]
+fn names_are_checked_at_the_path_boundary() {
+    let s = Scratch::new("names");
+    let mut store = Store::open_at(&s.state(), &[]).unwrap();
+    for (ns, name) in [
+        ("default", "../../etc"),
+        ("..", "x"),
+        ("a_b", "c"),
+        ("default", ".hidden"),
+    ] {
+        let mut obj = pod("default", "ok", "nginx");
+        obj.meta_mut().namespace = ns.into();
+        obj.meta_mut().name = name.into();
+        match store.apply(obj) {
+            Err(StoreError::Invalid(_)) => {}
+            other => panic!("{ns}/{name}: expected Invalid, got {other:?}"),
+        }
+        assert!(matches!(
+            store.delete(Kind::Pod, ns, name),
+            Err(StoreError::Invalid(_))
+        ));
+        assert!(store.write_status(ns, name, &PodStatus::default()).is_err());
+    }
+    assert_eq!(store.bytes_written(), 0);
+    assert!(names(&s.state().join("desired/pods")).is_empty());
+    assert!(!s.0.join("etc").exists());
+}
+
+#[test]
+fn configmaps_and_secrets_for_the_agent() {
+    let s = Scratch::new("data");
+    let mut store = Store::open_at(&s.state(), &[]).unwrap();
+    store.apply(configmap("cfg", "one")).unwrap();
+    store.apply(secret("creds")).unwrap();
+    let cm = store.get_configmap("default", "cfg").unwrap();
+    assert_eq!(cm.get("k"), Some(b"one".to_vec()));
+    let sec = store.get_secret("default", "creds").unwrap();
+    assert_eq!(sec.get("password"), Some(b"hunter2".to_vec()));
+    assert!(store.get_configmap("default", "missing").is_none());
+    assert!(store.get_secret("other", "creds").is_none());
+    assert_eq!(
+        store.apply(configmap("cfg", "two")).unwrap(),
+        Applied::Updated
+    );
+    assert_eq!(
+        store.get_configmap("default", "cfg").unwrap().get("k"),
+        Some(b"two".to_vec())
+    );
+    assert_eq!(
+        store.delete(Kind::Secret, "default", "creds").unwrap(),
+        Deleted::Removed
+    );
+    assert!(matches!(
+        store.delete(Kind::Secret, "default", "creds"),
+        Err(StoreError::NotFound(_))
+    ));
+}
