@@ -55,7 +55,8 @@
 //! ```
 //!
 //! Instances live under a per-process session directory (`/dev/shm/tlh-PID` when /dev/shm
-//! is a roomy tmpfs, else `/tmp/tlh-PID`; `TINYLET_HARNESS_ROOT` overrides the parent).
+//! is a roomy tmpfs without noexec/nodev, else `/tmp/tlh-PID`; `TINYLET_HARNESS_ROOT`
+//! overrides the parent).
 //! Do not restart or reboot the shared instance: other tests use it at the same time.
 #![allow(dead_code)]
 
@@ -168,14 +169,18 @@ fn preflight() {
 }
 
 /// Parent of session directories: $TINYLET_HARNESS_ROOT, else /dev/shm when it has at
-/// least 1 GiB free (tmpfs: containerd's many fsyncs cost nothing), else /tmp.
+/// least 1 GiB free and allows exec and device nodes (tmpfs: containerd's many fsyncs
+/// cost nothing; an instance starts ~0.5 s sooner), else /tmp.
 fn session_root() -> PathBuf {
+    use rustix::fs::StatVfsMountFlags as F;
     if let Some(root) = std::env::var_os("TINYLET_HARNESS_ROOT") {
         return PathBuf::from(root);
     }
     let shm = Path::new("/dev/shm");
     if let Ok(st) = rustix::fs::statvfs(shm) {
-        if st.f_bavail.saturating_mul(st.f_frsize) >= 1 << 30 {
+        let roomy = st.f_bavail.saturating_mul(st.f_frsize) >= 1 << 30;
+        let usable = !st.f_flag.intersects(F::NOEXEC | F::NODEV | F::RDONLY);
+        if roomy && usable {
             return shm.to_path_buf();
         }
     }
