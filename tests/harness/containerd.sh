@@ -227,10 +227,14 @@ containerd_pid() {
 }
 
 stop_containerd() {
-	local dir=$1 pid
-	while pid=$(containerd_pid "$dir"); do
+	local dir=$1 pid try
+	for try in 1 2 3; do
+		pid=$(containerd_pid "$dir") || break
 		stop_pid "$pid" 100
 	done
+	if pid=$(containerd_pid "$dir"); then
+		die "containerd of $dir (pid $pid) does not die (tried $try times)"
+	fi
 	rm -f "$dir/containerd.pid"
 }
 

@@ -102,10 +102,14 @@ registry_pid() {
 }
 
 cmd_stop() {
-	local reg=$1 pid
-	while pid=$(registry_pid "$reg"); do
+	local reg=$1 pid try
+	for try in 1 2 3; do
+		pid=$(registry_pid "$reg") || break
 		stop_pid "$pid" 5
 	done
+	if pid=$(registry_pid "$reg"); then
+		die "registry of $reg (pid $pid) does not die (tried $try times)"
+	fi
 	rm -f "$reg/registry.pid"
 }
 
