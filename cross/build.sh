@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# Static musl builds for the gateway targets, and their tests on an emulated ARM CPU.
+#
+#   cross/build.sh static TARGET...   release binary -> target/cross/TARGET/release/tinylet,
+#                                     checked static + stripped, copied to dist/tinylet-TARGET
+#   cross/build.sh test TARGET...     the library's unit tests, run under qemu-user
+#   cross/build.sh cross-test         both targets: static, --version under qemu, unit
+#                                     tests under qemu, then "size TARGET BYTES" lines
+#
+# Two ways to build, picked per run (force one with STATIC_VIA=cross|zigbuild):
+#   cross     `cross` (cross-rs) in Docker, configured by cross/Cross.toml; used when
+#             `cross` is installed and `docker info` succeeds.
+#   zigbuild  no Docker: Debian's rustc 1.96 builds std from source for the target
+#             (-Zbuild-std), cargo-zigbuild links with zig's musl, qemu-user-static runs
+#             the results. cross/install-deps.sh installs the tools when one is missing.
+# Both write to target/cross (CROSS_TARGET_DIR), apart from the host's target/, so host
+# and cross builds never invalidate each other.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+ALL_TARGETS=(aarch64-unknown-linux-musl armv7-unknown-linux-musleabihf)
+export CARGO_TARGET_DIR=${CROSS_TARGET_DIR:-$ROOT/target/cross}
+export CROSS_CONFIG=${CROSS_CONFIG:-$ROOT/cross/Cross.toml}
+CROSS_VENV=${CROSS_VENV:-/opt/tinylet-cross}
+# std's own crates (core, alloc, std, compiler_builtins...) plus panic_abort, which the
+# release profile's panic = "abort" links against.
+BUILD_STD=(-Zbuild-std=std,panic_abort)
+
+say() { echo "cross/build: $*" >&2; }
+die() {
+	say "$*"
+	exit 1
+}
+
+# Prints "cross" or "zigbuild": the way to build on this machine.
+pick_path() {
+	case ${STATIC_VIA:-auto} in
+	cross | zigbuild) echo "$STATIC_VIA" ;;
+	auto)
+		if command -v cross >/dev/null && command -v docker >/dev/null &&
+			docker info >/dev/null 2>&1; then
+			echo cross
+		else
+			echo zigbuild
+		fi
+		;;
+	*) die "STATIC_VIA must be cross, zigbuild or auto, not '$STATIC_VIA'" ;;
+	esac
+}
+
+# The qemu-user binary that runs TARGET's code.
+qemu_for() {
+	case $1 in
+	aarch64-*) echo qemu-aarch64-static ;;
+	armv7-*) echo qemu-arm-static ;;
+	*) die "no qemu known for target $1" ;;
+	esac
+}
+
+# TARGET in the form cargo's environment variables use: ARMV7_UNKNOWN_LINUX_MUSLEABIHF.
+env_triple() { echo "$1" | tr 'a-z-' 'A-Z_'; }
+
+# Sets up the environment of the docker-less path for TARGET, installing what is missing.
+zigbuild_env() {
+	local t=$1 T
+	T=$(env_triple "$t")
+	export PATH=$CROSS_VENV/bin:$PATH
+	if ! command -v cargo-zigbuild >/dev/null || ! command -v "$(qemu_for "$t")" >/dev/null ||
+		[ ! -x /usr/bin/rustc ] || [ ! -d /usr/lib/rustlib/src/rust/library/std ] ||
+		! command -v file >/dev/null; then
+		"$ROOT/cross/install-deps.sh"
+	fi
+	# Debian's compiler pair, whose std source is installed (rustup's has none here).
+	export CARGO=/usr/bin/cargo RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc
+	unset RUSTC_WRAPPER RUSTFLAGS CARGO_ENCODED_RUSTFLAGS
+	# -Zbuild-std is unstable: let this stable cargo accept it.
+	export RUSTC_BOOTSTRAP=1
+	# zig provides crt1.o and libc for musl; rustc must not add its own copies.
+	export "CARGO_TARGET_${T}_RUSTFLAGS=-C link-self-contained=no"
+	export "CARGO_TARGET_${T}_RUNNER=$(qemu_for "$t")"
+}
+
+bin_path() { echo "$CARGO_TARGET_DIR/$1/release/tinylet"; }
+
+# Builds the release binary for TARGET and checks that it is static and stripped.
+static() {
+	local t=$1 bin info
+	say "static $t ($(pick_path))"
+	case $(pick_path) in
+	cross) cross build --release --locked --target "$t" ;;
+	zigbuild)
+		zigbuild_env "$t"
+		cargo-zigbuild build --release --locked --target "$t" "${BUILD_STD[@]}"
+		;;
+	esac
+	bin=$(bin_path "$t")
+	info=$(file -b "$bin")
+	case $info in
+	*"statically linked"* | *"static-pie linked"*) ;;
+	*) die "$bin is not statically linked: $info" ;;
+	esac
+	case $info in
+	*"not stripped"* | *"with debug_info"*) die "$bin is not stripped: $info" ;;
+	*stripped*) ;;
+	*) die "$bin: file does not say stripped: $info" ;;
+	esac
+	mkdir -p dist
+	cp "$bin" "dist/tinylet-$t"
+	say "$bin: $info"
+}
+
+# Runs the static binary's --version on the emulated CPU; fails unless it names tinylet.
+version() {
+	local t=$1 out
+	case $(pick_path) in
+	cross) out=$(cross run --release --locked --target "$t" -- --version) ;;
+	zigbuild)
+		zigbuild_env "$t"
+		out=$("$(qemu_for "$t")" "$(bin_path "$t")" --version)
+		;;
+	esac
+	echo "$t: $out"
+	case $out in
+	"tinylet "*) ;;
+	*) die "$t: --version printed '$out'" ;;
+	esac
+}
+
+# Builds the library's unit tests for TARGET (dev profile: overflow checks on) and runs
+# them under qemu-user. Every test runs: a failing or unrunnable test fails the target.
+unit_tests() {
+	local t=$1
+	say "unit tests $t ($(pick_path))"
+	case $(pick_path) in
+	cross) cross test --locked --lib --target "$t" ;;
+	zigbuild)
+		zigbuild_env "$t"
+		# `cargo zigbuild test` is not accepted; the binary itself takes `test`.
+		cargo-zigbuild test --locked --lib --target "$t" "${BUILD_STD[@]}"
+		;;
+	esac
+}
+
+size_line() { echo "size $1 $(stat -c %s "$(bin_path "$1")")"; }
+
+cross_test() {
+	local t
+	for t in "${ALL_TARGETS[@]}"; do
+		static "$t"
+		version "$t"
+		unit_tests "$t"
+	done
+	for t in "${ALL_TARGETS[@]}"; do
+		size_line "$t"
+	done
+}
+
+cmd=${1:-}
+[ $# -gt 0 ] && shift
+targets=("$@")
+[ ${#targets[@]} -eq 0 ] && targets=("${ALL_TARGETS[@]}")
+case $cmd in
+static | version | size)
+	for t in "${targets[@]}"; do
+		case $cmd in
+		static) static "$t" ;;
+		version) version "$t" ;;
+		size) size_line "$t" ;;
+		esac
+	done
+	;;
+test) for t in "${targets[@]}"; do unit_tests "$t"; done ;;
+cross-test) cross_test ;;
+*) die "usage: cross/build.sh static|version|test|size [TARGET...] | cross-test" ;;
+esac
