@@ -25,7 +25,7 @@ export CROSS_CONFIG=${CROSS_CONFIG:-$ROOT/cross/Cross.toml}
 CROSS_VENV=${CROSS_VENV:-/opt/tinylet-cross}
 # std's own crates (core, alloc, std, compiler_builtins...) plus panic_abort, which the
 # release profile's panic = "abort" links against.
-BUILD_STD=(-Zbuild-std=std,panic_abort)
+BUILD_STD=("-Zbuild-std=std,panic_abort")
 
 say() { echo "cross/build: $*" >&2; }
 die() {
