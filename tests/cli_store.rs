@@ -195,6 +195,7 @@ fn get_pods_shows_kubectl_columns_from_status_files() {
     let o = tl(&s, &["get", "pods"]);
     assert_eq!((o.code, o.stdout.as_str()), (0, ""));
     assert_eq!(o.stderr, "No resources found in default namespace.\n");
+    assert!(!s.0.join("state").exists(), "get creates nothing");
     for (name, ns) in [("web", "default"), ("db", "default"), ("mon", "system")] {
         let j = pod_json(name, "img").replacen(
             &format!(r#""name":"{name}""#),

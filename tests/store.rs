@@ -477,3 +477,40 @@ fn configmaps_and_secrets_for_the_agent() {
         Err(StoreError::NotFound(_))
     ));
 }
+
+#[test]
+fn read_only_store_changes_nothing() {
+    let s = Scratch::new("readonly");
+    let mut ro = Store::open_read_only_at(&s.state(), &[]);
+    assert!(ro.list(Kind::Pod).is_empty());
+    assert!(ro.get(Kind::Pod, "default", "web").unwrap().is_none());
+    assert!(!s.state().exists(), "nothing created");
+    let mut rw = Store::open_at(&s.state(), &[]).unwrap();
+    rw.apply(pod("default", "web", "nginx")).unwrap();
+    let pods = s.state().join("desired/pods");
+    std::fs::write(pods.join("default_bad.json"), b"{").unwrap();
+    std::fs::write(pods.join(".tmp-2147483646-0"), b"{").unwrap();
+    let mut ro = Store::open_read_only_at(&s.state(), &[]);
+    let names_seen: Vec<String> = ro
+        .list(Kind::Pod)
+        .iter()
+        .map(|e| e.object.name().to_string())
+        .collect();
+    assert_eq!(names_seen, ["web"]);
+    assert_eq!(
+        names(&pods),
+        [".tmp-2147483646-0", "default_bad.json", "default_web.json"]
+    );
+    assert!(matches!(
+        ro.apply(pod("default", "x", "y")),
+        Err(StoreError::Invalid(_))
+    ));
+    assert!(matches!(
+        ro.delete(Kind::Pod, "default", "web"),
+        Err(StoreError::Invalid(_))
+    ));
+    assert!(ro
+        .write_status("default", "web", &PodStatus::default())
+        .is_err());
+    assert!(names(&s.state().join("status")).is_empty());
+}

@@ -66,7 +66,8 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
         ));
     };
     let cfg = load_config(&args)?;
-    let mut store = Store::open(&cfg).map_err(|e| CliError::failed(e.to_string()))?;
+    // Reading never writes: no directories created, no files moved.
+    let mut store = Store::open_read_only(&cfg);
     if matches!(resource.as_str(), "node" | "nodes" | "no") {
         return node(&cfg, &mut store, format);
     }

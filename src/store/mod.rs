@@ -33,7 +33,8 @@
 //! # Flash
 //! An apply whose result equals what is stored writes nothing; a status equal to the
 //! last one writes nothing ([`status`]). [`Store::bytes_written`] counts what was
-//! written, for tests and benches.
+//! written, for tests and benches. [`Store::open_read_only`] (used by `tinylet get`)
+//! creates, cleans, moves and writes nothing.
 //!
 //! # Change detection
 //! [`Store::changed`] tells the agent whether any desired object may have changed since
@@ -62,6 +63,7 @@ use error::IoContext;
 use firmware::Firmware;
 use layout::Layout;
 use rustix::fd::BorrowedFd;
+use state_files::Access;
 use status::StatusFiles;
 use std::path::{Path, PathBuf};
 use watch::Watch;
@@ -90,12 +92,34 @@ pub struct Store {
     status: StatusFiles,
     watch: Option<Watch>,
     bytes_written: u64,
+    read_only: bool,
 }
 
 impl Store {
     /// Opens the store of `cfg`: its `stateDir` and `manifestDirs`.
     pub fn open(cfg: &Config) -> Result<Store, StoreError> {
         Store::open_at(&cfg.state_dir, &cfg.manifest_dirs)
+    }
+
+    /// Opens the store of `cfg` for reading only: nothing is created, cleaned, moved or
+    /// written, so `tinylet get` never touches the flash (and works on a state directory
+    /// that does not exist yet). Bad files are logged and skipped.
+    pub fn open_read_only(cfg: &Config) -> Store {
+        Store::open_read_only_at(&cfg.state_dir, &cfg.manifest_dirs)
+    }
+
+    /// [`Store::open_read_only`] on explicit directories.
+    pub fn open_read_only_at(state_dir: &Path, manifest_dirs: &[PathBuf]) -> Store {
+        let layout = Layout::new(state_dir);
+        Store {
+            firmware: Firmware::new(manifest_dirs.to_vec()),
+            firmware_scanned: false,
+            status: StatusFiles::new(layout.status_dir()),
+            layout,
+            watch: None,
+            bytes_written: 0,
+            read_only: true,
+        }
     }
 
     /// Opens (creating the directories if needed) the store at `state_dir`, reading
@@ -125,6 +149,7 @@ impl Store {
             layout,
             watch: None,
             bytes_written: 0,
+            read_only: false,
         })
     }
 
@@ -141,7 +166,7 @@ impl Store {
     /// Every effective object of `kind` (state directory over firmware), sorted by
     /// namespace and name. Bad state files are quarantined, bad firmware files skipped.
     pub fn list(&mut self, kind: Kind) -> Vec<Entry> {
-        let mut out: Vec<Entry> = state_files::list(&self.layout, kind)
+        let mut out: Vec<Entry> = state_files::list(&self.layout, kind, self.access())
             .into_iter()
             .map(|mut object| {
                 fill_uid(&mut object);
@@ -181,7 +206,9 @@ impl Store {
     /// The effective object `kind` `ns/name`, if any.
     pub fn get(&mut self, kind: Kind, ns: &str, name: &str) -> Result<Option<Entry>, StoreError> {
         let file = layout::file_name(ns, name).map_err(|e| StoreError::Invalid(e.0))?;
-        if let Some(mut s) = state_files::read_or_quarantine(&self.layout, kind, &file, false)? {
+        if let Some(mut s) =
+            state_files::read_or_quarantine(&self.layout, kind, &file, self.access())?
+        {
             fill_uid(&mut s.object);
             return Ok(Some(Entry {
                 object: s.object,
@@ -257,6 +284,7 @@ impl Store {
         name: &str,
         status: &PodStatus,
     ) -> Result<bool, StoreError> {
+        self.check_writable()?;
         let n = self.status.write(ns, name, status)?;
         self.bytes_written += n;
         Ok(n > 0)
@@ -269,6 +297,7 @@ impl Store {
 
     /// Removes the status of pod `ns/name`; false when there was none.
     pub fn remove_status(&mut self, ns: &str, name: &str) -> Result<bool, StoreError> {
+        self.check_writable()?;
         self.status.remove(ns, name)
     }
 
@@ -280,6 +309,26 @@ impl Store {
     /// Bytes this store has written to files since it was opened.
     pub fn bytes_written(&self) -> u64 {
         self.bytes_written
+    }
+
+    /// How readers may treat bad files.
+    fn access(&self) -> Access {
+        if self.read_only {
+            Access::ReadOnly
+        } else {
+            Access::Unlocked
+        }
+    }
+
+    /// Refuses writes to a store opened with [`Store::open_read_only`].
+    fn check_writable(&self) -> Result<(), StoreError> {
+        if self.read_only {
+            return Err(StoreError::Invalid(format!(
+                "{}: store opened read-only",
+                self.layout.root().display()
+            )));
+        }
+        Ok(())
     }
 
     /// The firmware copy of an object, scanning the manifest directories first if that

@@ -41,14 +41,25 @@ pub fn read(layout: &Layout, kind: Kind, file: &str) -> Result<Found, StoreError
     )
 }
 
-/// Reads `file`, quarantining it when it is bad. `locked` says whether the caller holds
-/// the directory lock; if not, it is taken and the file re-read before moving it, so a
-/// good file that an `apply` renamed into place meanwhile is never quarantined.
+/// How a reader may treat a bad file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Quarantine it; the caller holds the directory lock.
+    Locked,
+    /// Quarantine it, taking the directory lock first.
+    Unlocked,
+    /// Change nothing: log it and skip it (read-only store).
+    ReadOnly,
+}
+
+/// Reads `file`, quarantining it when it is bad (see [`Access`]). Without the lock held,
+/// it is taken and the file re-read before moving it, so a good file that an `apply`
+/// renamed into place meanwhile is never quarantined.
 pub fn read_or_quarantine(
     layout: &Layout,
     kind: Kind,
     file: &str,
-    locked: bool,
+    access: Access,
 ) -> Result<Option<StateObject>, StoreError> {
     let mut reason = match read(layout, kind, file)? {
         Found::Missing => return Ok(None),
@@ -56,7 +67,11 @@ pub fn read_or_quarantine(
         Found::Bad { reason } => reason,
     };
     let dir = layout.kind_dir(kind);
-    let _lock = if locked {
+    if access == Access::ReadOnly {
+        log::error!("{}: {reason}; skipped", dir.join(file).display());
+        return Ok(None);
+    }
+    let _lock = if access == Access::Locked {
         None
     } else {
         let d = atomic::open_dir(&dir).at(&dir)?;
@@ -98,15 +113,17 @@ fn check(kind: Kind, file: &str, source: &str, bytes: &[u8]) -> Result<Object, S
     Ok(obj)
 }
 
-/// Every valid object of `kind`, sorted by file name (namespace, then name). Bad files
-/// are quarantined; a directory that cannot be read is logged and yields nothing.
-pub fn list(layout: &Layout, kind: Kind) -> Vec<Object> {
+/// Every valid object of `kind`, sorted by file name. Bad files are quarantined (or
+/// only logged, read-only); a missing directory has none, and one that cannot be read
+/// is logged and yields nothing.
+pub fn list(layout: &Layout, kind: Kind, access: Access) -> Vec<Object> {
     let dir = layout.kind_dir(kind);
     let mut files: Vec<String> = match std::fs::read_dir(&dir) {
         Ok(entries) => entries
             .filter_map(|e| e.ok()?.file_name().into_string().ok())
             .filter(|n| !n.starts_with('.') && n.ends_with(layout::SUFFIX))
             .collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
         Err(e) => {
             log::error!("{}: {e}", dir.display());
             return Vec::new();
@@ -115,7 +132,7 @@ pub fn list(layout: &Layout, kind: Kind) -> Vec<Object> {
     files.sort();
     files
         .iter()
-        .filter_map(|f| match read_or_quarantine(layout, kind, f, false) {
+        .filter_map(|f| match read_or_quarantine(layout, kind, f, access) {
             Ok(o) => o.map(|o| o.object),
             Err(e) => {
                 log::error!("{e}");

@@ -5,7 +5,7 @@
 use super::atomic;
 use super::error::{IoContext, StoreError};
 use super::layout::{self, Kind};
-use super::state_files;
+use super::state_files::{self, Access};
 use super::uid;
 use super::{fill_uid, Store};
 use crate::model::Object;
@@ -58,7 +58,8 @@ impl Store {
         let lock = atomic::open_dir(&dir).at(&dir)?;
         atomic::lock_exclusive(&lock).at(&dir)?;
 
-        let stored = state_files::read_or_quarantine(&self.layout, kind, &file, true)?;
+        self.check_writable()?;
+        let stored = state_files::read_or_quarantine(&self.layout, kind, &file, Access::Locked)?;
         let firmware = match stored {
             Some(_) => None,
             None => self.firmware_get(kind, &ns, &name).map(|(o, _)| o),
@@ -93,6 +94,7 @@ impl Store {
     /// Deletes `kind` `ns/name` from the state directory. A firmware object cannot be
     /// deleted ([`StoreError::ReadOnly`]); deleting its override restores it.
     pub fn delete(&mut self, kind: Kind, ns: &str, name: &str) -> Result<Deleted, StoreError> {
+        self.check_writable()?;
         let file = layout::file_name(ns, name).map_err(|e| StoreError::Invalid(e.0))?;
         let dir = self.layout.kind_dir(kind);
         let lock = atomic::open_dir(&dir).at(&dir)?;
