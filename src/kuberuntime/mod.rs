@@ -32,3 +32,4 @@ impl std::fmt::Display for SyncError {
 
 impl std::error::Error for SyncError {}
 pub mod resources;
+pub mod volumes;
