@@ -31,5 +31,6 @@ impl std::fmt::Display for SyncError {
 }
 
 impl std::error::Error for SyncError {}
+pub mod container;
 pub mod resources;
 pub mod volumes;

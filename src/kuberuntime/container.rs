@@ -1,0 +1,240 @@
+//! A container's CRI config, as kubelet's `generateContainerConfig` makes it: identity
+//! and attempt, the image to run, command and args with `$(VAR)` expanded, working dir,
+//! environment, mounts, labels and annotations (spec hash, restart count), the log path
+//! `NAME/RESTART.log`, resources and the Linux security context.
+
+use super::env::{container_env, expand, Objects, PodFacts};
+use super::resources::linux_resources;
+use super::{hash, labels, volumes, SyncError};
+use crate::cri::pb;
+use crate::model::{Container, Pod};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// What a container config is built from besides the pod and container.
+pub struct ContainerContext<'a> {
+    pub pods_dir: &'a Path,
+    pub allowed_host_paths: &'a [PathBuf],
+    pub facts: &'a PodFacts,
+    pub objects: &'a dyn Objects,
+    /// Bytes of memory of the machine, for the Burstable oom_score_adj.
+    pub mem_capacity: i64,
+}
+
+/// `NAME/RESTART.log`, relative to the sandbox's log directory.
+pub fn log_path(name: &str, restart_count: u32) -> String {
+    format!("{name}/{restart_count}.log")
+}
+
+/// Labels of a container: the pod's identity and the container's name (kubelet puts
+/// only these on containers; the pod's own labels live on the sandbox).
+pub fn container_labels(pod: &Pod, c: &Container) -> BTreeMap<String, String> {
+    let m = &pod.metadata;
+    BTreeMap::from([
+        (labels::POD_NAME.to_string(), m.name.clone()),
+        (labels::POD_NAMESPACE.to_string(), m.namespace.clone()),
+        (labels::POD_UID.to_string(), m.uid.clone()),
+        (labels::CONTAINER_NAME.to_string(), c.name.clone()),
+    ])
+}
+
+fn container_annotations(pod: &Pod, c: &Container, restart_count: u32) -> BTreeMap<String, String> {
+    let grace = pod.spec.termination_grace_period_seconds.unwrap_or(30);
+    BTreeMap::from([
+        (labels::CONTAINER_HASH.to_string(), hash::container_hash(c)),
+        (
+            labels::CONTAINER_RESTART_COUNT.to_string(),
+            restart_count.to_string(),
+        ),
+        (
+            labels::CONTAINER_TERMINATION_MESSAGE_PATH.to_string(),
+            c.termination_message_path.clone(),
+        ),
+        (
+            labels::POD_TERMINATION_GRACE_PERIOD.to_string(),
+            grace.to_string(),
+        ),
+    ])
+}
+
+/// The config to create `c` as its `restart_count`-th instance, running `image_ref`
+/// (the image id the pull resolved, so a re-tag cannot change what runs).
+pub fn container_config(
+    pod: &Pod,
+    c: &Container,
+    restart_count: u32,
+    image_ref: &str,
+    ctx: &ContainerContext,
+) -> Result<pb::ContainerConfig, SyncError> {
+    let env = container_env(pod, c, ctx.facts, ctx.objects)?;
+    let mounts = volumes::mounts(pod, c, ctx.pods_dir, ctx.allowed_host_paths)?;
+    Ok(pb::ContainerConfig {
+        metadata: Some(pb::ContainerMetadata {
+            name: c.name.clone(),
+            attempt: restart_count,
+        }),
+        image: Some(pb::ImageSpec {
+            image: image_ref.to_string(),
+            annotations: BTreeMap::new(),
+            user_specified_image: c.image.clone(),
+        }),
+        command: c.command.iter().map(|s| expand(s, &env)).collect(),
+        args: c.args.iter().map(|s| expand(s, &env)).collect(),
+        working_dir: c.working_dir.clone(),
+        envs: env
+            .into_iter()
+            .map(|(key, value)| pb::KeyValue { key, value })
+            .collect(),
+        mounts,
+        labels: container_labels(pod, c),
+        annotations: container_annotations(pod, c, restart_count),
+        log_path: log_path(&c.name, restart_count),
+        stdin: c.stdin,
+        stdin_once: c.stdin_once,
+        tty: c.tty,
+        linux: Some(pb::LinuxContainerConfig {
+            resources: Some(linux_resources(pod, c, ctx.mem_capacity)),
+            security_context: Some(security_context(pod, c)),
+        }),
+    })
+}
+
+/// The container's Linux security context: the container's settings over the pod's.
+fn security_context(pod: &Pod, c: &Container) -> pb::LinuxContainerSecurityContext {
+    let psc = pod.spec.security_context.clone().unwrap_or_default();
+    let csc = c.security_context.clone().unwrap_or_default();
+    let mode = |host: bool, otherwise: pb::NamespaceMode| if host { pb::NamespaceMode::Node } else { otherwise } as i32;
+    let mut groups = psc.supplemental_groups.clone();
+    groups.extend(psc.fs_group.filter(|g| !groups.contains(g)));
+    let caps = csc.capabilities.clone().unwrap_or_default();
+    pb::LinuxContainerSecurityContext {
+        capabilities: Some(pb::Capability {
+            add_capabilities: caps.add,
+            drop_capabilities: caps.drop,
+        }),
+        privileged: csc.privileged.unwrap_or(false),
+        namespace_options: Some(pb::NamespaceOption {
+            network: mode(pod.spec.host_network, pb::NamespaceMode::Pod),
+            pid: mode(pod.spec.host_pid, pb::NamespaceMode::Container),
+            ipc: mode(pod.spec.host_ipc, pb::NamespaceMode::Pod),
+            target_id: String::new(),
+        }),
+        run_as_user: csc
+            .run_as_user
+            .or(psc.run_as_user)
+            .map(|value| pb::Int64Value { value }),
+        run_as_group: csc
+            .run_as_group
+            .or(psc.run_as_group)
+            .map(|value| pb::Int64Value { value }),
+        readonly_rootfs: csc.read_only_root_filesystem.unwrap_or(false),
+        supplemental_groups: groups,
+        // kubelet sets no_new_privs only when privilege escalation is explicitly denied.
+        no_new_privs: csc.allow_privilege_escalation == Some(false),
+        ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::container::{Capabilities, EnvVar, SecurityContext};
+    use crate::model::pod::PodSecurityContext;
+    use crate::model::{ConfigMap, Secret};
+
+    struct NoObjects;
+    impl Objects for NoObjects {
+        fn configmap(&self, _: &str, _: &str) -> Option<ConfigMap> {
+            None
+        }
+        fn secret(&self, _: &str, _: &str) -> Option<Secret> {
+            None
+        }
+    }
+
+    fn setup() -> (Pod, Container) {
+        let mut p = Pod::default();
+        p.metadata.name = "web".into();
+        p.metadata.namespace = "ns".into();
+        p.metadata.uid = "u1".into();
+        p.spec.termination_grace_period_seconds = Some(5);
+        p.spec.security_context = Some(PodSecurityContext {
+            run_as_user: Some(1000),
+            run_as_group: Some(100),
+            ..Default::default()
+        });
+        let c = Container {
+            name: "app".into(),
+            image: "busybox:1".into(),
+            command: vec!["sh".into(), "-c".into()],
+            args: vec!["echo $(GREETING) $$(HOME)".into()],
+            env: vec![EnvVar {
+                name: "GREETING".into(),
+                value: "hello".into(),
+                value_from: None,
+            }],
+            working_dir: "/w".into(),
+            termination_message_path: "/dev/termination-log".into(),
+            security_context: Some(SecurityContext {
+                run_as_user: Some(0),
+                read_only_root_filesystem: Some(true),
+                allow_privilege_escalation: Some(false),
+                capabilities: Some(Capabilities {
+                    add: vec!["NET_ADMIN".into()],
+                    drop: vec!["ALL".into()],
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        p.spec.containers = vec![c.clone()];
+        (p, c)
+    }
+
+    #[test]
+    fn config_fields() {
+        let (p, c) = setup();
+        let facts = PodFacts::default();
+        let ctx = ContainerContext {
+            pods_dir: Path::new("/tmp/pods"),
+            allowed_host_paths: &[],
+            facts: &facts,
+            objects: &NoObjects,
+            mem_capacity: 1 << 30,
+        };
+        let cfg = container_config(&p, &c, 3, "sha256:abc", &ctx).unwrap();
+        assert_eq!(
+            cfg.metadata.as_ref().map(|m| (m.name.as_str(), m.attempt)),
+            Some(("app", 3))
+        );
+        let img = cfg.image.as_ref().unwrap();
+        assert_eq!(
+            (img.image.as_str(), img.user_specified_image.as_str()),
+            ("sha256:abc", "busybox:1")
+        );
+        assert_eq!(cfg.args, ["echo hello $(HOME)"]);
+        assert_eq!(cfg.log_path, "app/3.log");
+        assert_eq!(cfg.labels[labels::CONTAINER_NAME], "app");
+        assert_eq!(cfg.labels[labels::POD_UID], "u1");
+        assert_eq!(
+            cfg.annotations[labels::CONTAINER_HASH],
+            hash::container_hash(&c)
+        );
+        assert_eq!(cfg.annotations[labels::CONTAINER_RESTART_COUNT], "3");
+        assert_eq!(cfg.annotations[labels::POD_TERMINATION_GRACE_PERIOD], "5");
+        assert_eq!(cfg.envs[0].key, "GREETING");
+        let sc = cfg.linux.unwrap().security_context.unwrap();
+        assert_eq!(
+            sc.run_as_user.map(|v| v.value),
+            Some(0),
+            "container overrides pod"
+        );
+        assert_eq!(
+            sc.run_as_group.map(|v| v.value),
+            Some(100),
+            "pod's when the container has none"
+        );
+        assert!(sc.readonly_rootfs && sc.no_new_privs && !sc.privileged);
+        assert_eq!(sc.capabilities.unwrap().add_capabilities, ["NET_ADMIN"]);
+    }
+}
