@@ -33,4 +33,5 @@ impl std::fmt::Display for SyncError {
 impl std::error::Error for SyncError {}
 pub mod container;
 pub mod resources;
+pub mod status;
 pub mod volumes;
