@@ -203,12 +203,9 @@ fn phase(
     if init_failed {
         return PodPhase::Failed;
     }
-    let init_pending = init.iter().any(|s| {
-        !s.state
-            .terminated
-            .as_ref()
-            .is_some_and(|t| t.exit_code == 0)
-    });
+    let init_pending = init
+        .iter()
+        .any(|s| s.state.terminated.as_ref().is_none_or(|t| t.exit_code != 0));
     if init_pending {
         return PodPhase::Pending;
     }
