@@ -9,9 +9,11 @@ pub mod args;
 pub mod check_config;
 pub mod cri;
 pub mod delete;
+pub mod exec;
 pub mod get;
 pub mod output;
 pub mod pod_summary;
+pub mod run;
 pub mod table;
 
 use crate::config::{Config, DEFAULT_CONFIG_PATH};
@@ -69,12 +71,17 @@ options for every command:
 
 /// Runs the command line `args` (without the program name); returns the exit code.
 pub fn main(args: Vec<String>) -> i32 {
-    init_logging();
     let Some((cmd, rest)) = args.split_first() else {
         eprint!("{USAGE}");
         return 2;
     };
+    // The agent logs at its config's level; operator commands only warn.
+    if cmd != "run" {
+        init_logging("warn");
+    }
     let result = match cmd.as_str() {
+        "run" => run::run(rest),
+        "exec" => exec::run(rest),
         "version" | "--version" | "-V" => {
             println!("tinylet {}", env!("CARGO_PKG_VERSION"));
             Ok(())
@@ -103,8 +110,8 @@ pub fn main(args: Vec<String>) -> i32 {
 }
 
 /// Logs go to stderr through env_logger; RUST_LOG overrides the default level.
-fn init_logging() {
-    let env = env_logger::Env::default().default_filter_or("warn");
+pub fn init_logging(default_level: &str) {
+    let env = env_logger::Env::default().default_filter_or(default_level);
     let _ = env_logger::Builder::from_env(env)
         .format_timestamp_millis()
         .try_init();

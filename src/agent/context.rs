@@ -1,0 +1,29 @@
+//! What every task of the agent shares: config, CRI client, the store and host facts.
+//! One thread, so the store sits in a `RefCell`; no borrow is ever held across an
+//! `.await`.
+
+use super::host::HostFacts;
+use crate::config::Config;
+use crate::cri::CriClient;
+use crate::kuberuntime::env::Objects;
+use crate::model::{ConfigMap, Secret};
+use crate::store::Store;
+use std::cell::RefCell;
+
+pub struct Context {
+    pub cfg: Config,
+    pub cri: CriClient,
+    pub store: RefCell<Store>,
+    pub host: HostFacts,
+    /// The runtime's name from Version (`containerd`), for container ids in status.
+    pub runtime_name: RefCell<String>,
+}
+
+impl Objects for Context {
+    fn configmap(&self, namespace: &str, name: &str) -> Option<ConfigMap> {
+        self.store.borrow_mut().get_configmap(namespace, name)
+    }
+    fn secret(&self, namespace: &str, name: &str) -> Option<Secret> {
+        self.store.borrow_mut().get_secret(namespace, name)
+    }
+}

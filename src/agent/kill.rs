@@ -1,0 +1,107 @@
+//! Stopping containers and pods with their grace period, as kubelet: the preStop exec
+//! hook first (bounded by the grace period), then StopContainer with what is left of it
+//! (the runtime sends SIGTERM, then SIGKILL when it runs out). All containers of a pod
+//! stop concurrently, then its sandboxes.
+
+use super::context::Context;
+use crate::kuberuntime::observed::{ObservedPod, State};
+use crate::model::Pod;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+/// Default grace period when the pod gives none.
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(30);
+
+/// The pod's grace period.
+pub fn grace_period(pod: &Pod) -> Duration {
+    pod.spec
+        .termination_grace_period_seconds
+        .map_or(DEFAULT_GRACE, |s| Duration::from_secs(s.max(0) as u64))
+}
+
+/// Stops one container: preStop hook of `spec_pod`'s container of that name (if any),
+/// then StopContainer with the remaining grace. Errors are logged; NotFound is success.
+pub async fn stop_container(
+    ctx: &Context,
+    spec_pod: Option<&Pod>,
+    id: &str,
+    name: &str,
+    grace: Duration,
+) {
+    let start = Instant::now();
+    let hook = spec_pod
+        .and_then(|p| p.all_containers().find(|c| c.name == name))
+        .and_then(|c| c.lifecycle.as_ref())
+        .and_then(|l| l.pre_stop.as_ref())
+        .and_then(|h| h.exec.as_ref())
+        .map(|e| e.command.clone());
+    if let Some(cmd) = hook.filter(|c| !c.is_empty()) {
+        match ctx
+            .cri
+            .runtime
+            .exec_sync(id, cmd, Some(grace.max(Duration::from_secs(1))))
+            .await
+        {
+            Ok(r) if r.exit_code != 0 => log::warn!(
+                "container {name} ({id}): preStop hook exited with {}",
+                r.exit_code
+            ),
+            Ok(_) => log::debug!("container {name} ({id}): preStop hook done"),
+            Err(e) => log::warn!("container {name} ({id}): preStop hook failed: {e}"),
+        }
+    }
+    let left = grace.saturating_sub(start.elapsed());
+    match ctx.cri.runtime.stop_container(id, left).await {
+        Ok(()) => log::info!("stopped container {name} ({id})"),
+        Err(e) if e.is_not_found() => {}
+        Err(e) => log::warn!("stopping container {name} ({id}): {e}"),
+    }
+}
+
+/// Stops every running container of the pod concurrently, then its sandboxes.
+pub async fn stop_pod(
+    ctx: &Rc<Context>,
+    spec_pod: Option<&Pod>,
+    observed: &ObservedPod,
+    grace: Duration,
+) {
+    let mut tasks = Vec::new();
+    for c in observed
+        .containers
+        .iter()
+        .filter(|c| matches!(c.state, State::Running | State::Created | State::Unknown))
+    {
+        let (ctx, pod, id, name) = (ctx.clone(), spec_pod.cloned(), c.id.clone(), c.name.clone());
+        tasks.push(crate::rt::spawn(async move {
+            stop_container(&ctx, pod.as_ref(), &id, &name, grace).await
+        }));
+    }
+    for t in tasks {
+        t.await;
+    }
+    for s in observed.sandboxes.iter() {
+        match ctx.cri.runtime.stop_pod_sandbox(&s.id).await {
+            Ok(()) => log::debug!("stopped sandbox {}", s.id),
+            Err(e) if e.is_not_found() => {}
+            Err(e) => log::warn!("stopping sandbox {}: {e}", s.id),
+        }
+    }
+}
+
+/// Removes every container and sandbox of the pod (after [`stop_pod`]).
+pub async fn remove_pod(ctx: &Context, observed: &ObservedPod) {
+    for c in &observed.containers {
+        if let Err(e) = ctx.cri.runtime.remove_container(&c.id).await {
+            if !e.is_not_found() {
+                log::warn!("removing container {} ({}): {e}", c.name, c.id);
+            }
+        }
+    }
+    for s in &observed.sandboxes {
+        if let Err(e) = ctx.cri.runtime.remove_pod_sandbox(&s.id).await {
+            if !e.is_not_found() {
+                log::warn!("removing sandbox {}: {e}", s.id);
+            }
+        }
+    }
+}

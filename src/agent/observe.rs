@@ -1,0 +1,67 @@
+//! Reads what the runtime holds for one pod, as kubelet's `GetPodStatus`: its sandboxes
+//! (with the newest one's status, for the IP) and the status of each of its containers.
+//! Only called when the pod's worker syncs, i.e. after an event or a spec change, so an
+//! idle agent makes no per-pod calls.
+
+use super::context::Context;
+use crate::cri::{pb, CriError};
+use crate::kuberuntime::labels;
+use crate::kuberuntime::observed::{ObservedContainer, ObservedPod, ObservedSandbox};
+use std::collections::BTreeMap;
+
+fn uid_selector(uid: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([(labels::POD_UID.to_string(), uid.to_string())])
+}
+
+/// Everything the runtime has for pod `uid`.
+pub async fn observe(ctx: &Context, uid: &str) -> Result<ObservedPod, CriError> {
+    let rt = &ctx.cri.runtime;
+    let sb_filter = pb::PodSandboxFilter {
+        label_selector: uid_selector(uid),
+        ..Default::default()
+    };
+    let mut listed = rt.list_pod_sandbox(Some(sb_filter)).await?;
+    listed.sort_by_key(|s| std::cmp::Reverse(s.created_at));
+    let mut sandboxes = Vec::with_capacity(listed.len());
+    for (i, s) in listed.iter().enumerate() {
+        let mut o = ObservedSandbox {
+            id: s.id.clone(),
+            ready: s.state == pb::PodSandboxState::SandboxReady as i32,
+            attempt: s.metadata.as_ref().map_or(0, |m| m.attempt),
+            created_at: s.created_at,
+            hash: s
+                .annotations
+                .get(labels::SANDBOX_HASH)
+                .cloned()
+                .unwrap_or_default(),
+            ip: String::new(),
+        };
+        // Only the newest sandbox's IP matters; its status call is the only extra one.
+        if i == 0 && o.ready {
+            match rt.pod_sandbox_status(&s.id).await {
+                Ok(st) => o.ip = ObservedSandbox::from(&st).ip,
+                Err(e) if e.is_not_found() => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        sandboxes.push(o);
+    }
+    let c_filter = pb::ContainerFilter {
+        label_selector: uid_selector(uid),
+        ..Default::default()
+    };
+    let mut containers = Vec::new();
+    for c in rt.list_containers(Some(c_filter)).await? {
+        match rt.container_status(&c.id).await {
+            Ok(st) => {
+                let mut o = ObservedContainer::from(&st);
+                o.sandbox_id = c.pod_sandbox_id.clone();
+                containers.push(o);
+            }
+            // Removed between the list and the status call.
+            Err(e) if e.is_not_found() => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(ObservedPod::new(sandboxes, containers))
+}

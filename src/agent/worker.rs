@@ -1,0 +1,540 @@
+//! One task per pod: it alone acts on its pod, so a slow pull or a stuck stop in one pod
+//! never delays another, and no two syncs of a pod ever race (no duplicate sandboxes).
+//! It syncs when the sync loop wakes it (a PLEG event or a spec change) or when a
+//! back-off it is waiting for runs out, and writes the pod's status on change only.
+
+use super::actions::{self, Desired, StartReason};
+use super::backoff::Backoff;
+use super::context::Context;
+use super::{image, kill, observe};
+use crate::cri::pb;
+use crate::kuberuntime::container::{container_config, ContainerContext};
+use crate::kuberuntime::env::PodFacts;
+use crate::kuberuntime::hash::{container_hash, sandbox_hash};
+use crate::kuberuntime::observed::ObservedPod;
+use crate::kuberuntime::sandbox::{log_directory, sandbox_config};
+use crate::kuberuntime::status::{pod_status, StatusInput, Waiting};
+use crate::kuberuntime::{volumes, SyncError};
+use crate::model::time::now_rfc3339;
+use crate::model::{Container, Pod, PodStatus};
+use smol::channel::{Receiver, Sender};
+use smol::future;
+use smol::Timer;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+/// What the sync loop tells a worker.
+#[derive(Debug)]
+pub enum Msg {
+    /// The pod's spec changed.
+    Update(Box<Pod>),
+    /// Something happened to the pod on the runtime; look again.
+    Wake,
+    /// The pod is no longer desired: stop it with its grace period and remove it.
+    Delete,
+}
+
+/// Retry delay after a failed sync (runtime unreachable, ...).
+const RETRY: Duration = Duration::from_secs(2);
+/// Retry delay for a pod that cannot be set up (bad hostPath, missing configmap).
+const CONFIG_RETRY: Duration = Duration::from_secs(10);
+
+struct Worker {
+    ctx: Rc<Context>,
+    pod: Pod,
+    crash: Backoff,
+    pulls: Backoff,
+    sandbox_backoff: Backoff,
+    waiting: BTreeMap<String, Waiting>,
+    /// Containers running a local image because the pull failed: name -> error.
+    offline: BTreeMap<String, String>,
+    init_failed: bool,
+    last_status: Option<PodStatus>,
+    wake_at: Option<Instant>,
+}
+
+/// Starts the worker of `pod`; the returned sender drives it.
+pub fn spawn(ctx: Rc<Context>, pod: Pod) -> (Sender<Msg>, smol::Task<()>) {
+    let (tx, rx) = smol::channel::unbounded();
+    let last_status = ctx
+        .store
+        .borrow()
+        .read_status(&pod.metadata.namespace, &pod.metadata.name);
+    let w = Worker {
+        ctx,
+        pod,
+        crash: Backoff::crash_loop(),
+        pulls: Backoff::crash_loop(),
+        sandbox_backoff: Backoff::new(
+            Duration::from_secs(1),
+            Duration::from_secs(60),
+            Duration::from_secs(600),
+        ),
+        waiting: BTreeMap::new(),
+        offline: BTreeMap::new(),
+        init_failed: false,
+        last_status,
+        wake_at: None,
+    };
+    (tx, crate::rt::spawn(w.run(rx)))
+}
+
+impl Worker {
+    fn name(&self) -> String {
+        format!("{}/{}", self.pod.metadata.namespace, self.pod.metadata.name)
+    }
+
+    async fn run(mut self, rx: Receiver<Msg>) {
+        loop {
+            self.sync().await;
+            let msg = match self.wake_at {
+                Some(at) => {
+                    future::or(async { Some(rx.recv().await) }, async {
+                        Timer::at(at).await;
+                        None
+                    })
+                    .await
+                }
+                None => Some(rx.recv().await),
+            };
+            let mut msgs = match msg {
+                None => Vec::new(),
+                Some(Ok(m)) => vec![m],
+                Some(Err(_)) => return,
+            };
+            // Coalesce whatever else is queued: one sync serves them all.
+            while let Ok(m) = rx.try_recv() {
+                msgs.push(m);
+            }
+            for m in msgs {
+                match m {
+                    Msg::Update(p) => self.pod = *p,
+                    Msg::Wake => {}
+                    Msg::Delete => return self.terminate().await,
+                }
+            }
+        }
+    }
+
+    fn wake_no_later_than(&mut self, at: Instant) {
+        self.wake_at = Some(self.wake_at.map_or(at, |w| w.min(at)));
+    }
+
+    /// One pass of kubelet's SyncPod.
+    async fn sync(&mut self) {
+        self.wake_at = None;
+        self.waiting.clear();
+        let uid = self.pod.metadata.uid.clone();
+        let observed = match observe::observe(&self.ctx, &uid).await {
+            Ok(o) => o,
+            Err(e) => {
+                log::warn!(
+                    "pod {}: cannot read its state from the runtime: {e}",
+                    self.name()
+                );
+                self.wake_no_later_than(Instant::now() + RETRY);
+                return;
+            }
+        };
+        let acted = match self.prepare_volumes() {
+            Ok(()) => self.act(&observed).await,
+            Err(e) => {
+                log::warn!("pod {}: {e}", self.name());
+                self.wait_all(&observed, &e);
+                self.wake_no_later_than(Instant::now() + CONFIG_RETRY);
+                false
+            }
+        };
+        let observed = if acted {
+            observe::observe(&self.ctx, &uid).await.unwrap_or(observed)
+        } else {
+            observed
+        };
+        self.retry_offline_pulls().await;
+        self.write_status(&observed);
+    }
+
+    fn prepare_volumes(&self) -> Result<(), SyncError> {
+        let cfg = &self.ctx.cfg;
+        volumes::prepare(
+            &self.pod,
+            &cfg.pods_dir,
+            &cfg.allowed_host_paths,
+            &*self.ctx,
+        )
+    }
+
+    /// Marks every container that is not running as waiting for `e`.
+    fn wait_all(&mut self, observed: &ObservedPod, e: &SyncError) {
+        for c in self.pod.all_containers() {
+            let running = observed
+                .latest(&c.name)
+                .is_some_and(|o| o.state == crate::kuberuntime::observed::State::Running);
+            if !running {
+                self.waiting.insert(
+                    c.name.clone(),
+                    Waiting {
+                        reason: e.reason.clone(),
+                        message: e.message.clone(),
+                    },
+                );
+            }
+        }
+    }
+
+    /// Computes and carries out the pod's actions; true when anything was done.
+    async fn act(&mut self, observed: &ObservedPod) -> bool {
+        let sb_hash = sandbox_hash(&self.pod);
+        let desired = Desired {
+            pod: &self.pod,
+            sandbox_hash: &sb_hash,
+            container_hash: &container_hash,
+        };
+        let acts = actions::compute(&desired, observed);
+        self.init_failed = acts.init_failed;
+        let grace = kill::grace_period(&self.pod);
+        let mut acted = false;
+        if acts.kill_pod {
+            let running = observed
+                .containers
+                .iter()
+                .any(|c| c.state != crate::kuberuntime::observed::State::Exited);
+            let ready_sandbox = observed.sandboxes.iter().any(|s| s.ready);
+            if running || ready_sandbox {
+                log::info!(
+                    "pod {}: stopping the pod's containers and sandbox",
+                    self.name()
+                );
+                kill::stop_pod(&self.ctx, Some(&self.pod), observed, grace).await;
+                acted = true;
+            }
+        }
+        for k in &acts.kill {
+            log::info!(
+                "pod {}: stopping container {} ({}): {}",
+                self.name(),
+                k.name,
+                k.id,
+                k.reason
+            );
+            kill::stop_container(&self.ctx, Some(&self.pod), &k.id, &k.name, grace).await;
+            acted = true;
+        }
+        if acts.start.is_empty() {
+            return acted;
+        }
+        let Some((sandbox_id, sandbox_cfg, pod_ip)) = self.sandbox(&acts, observed).await else {
+            return true;
+        };
+        for s in &acts.start {
+            let c = if s.init {
+                self.pod.spec.init_containers.get(s.index)
+            } else {
+                self.pod.spec.containers.get(s.index)
+            };
+            let Some(c) = c.cloned() else { continue };
+            if self
+                .start_container(&c, s, &sandbox_id, &sandbox_cfg, &pod_ip)
+                .await
+            {
+                acted = true;
+            }
+        }
+        acted || acts.create_sandbox.is_some()
+    }
+
+    /// The sandbox to start containers in: a new one when the actions say so.
+    async fn sandbox(
+        &mut self,
+        acts: &actions::PodActions,
+        observed: &ObservedPod,
+    ) -> Option<(String, pb::PodSandboxConfig, String)> {
+        let cfg = &self.ctx.cfg;
+        let attempt = acts
+            .create_sandbox
+            .unwrap_or_else(|| observed.latest_sandbox().map_or(0, |s| s.attempt));
+        let sb_cfg = sandbox_config(&self.pod, attempt, &cfg.pod_logs_dir, &self.ctx.host.resolv);
+        if acts.create_sandbox.is_none() {
+            let latest = observed.latest_sandbox()?;
+            return Some((
+                acts.sandbox_id.clone().unwrap_or_else(|| latest.id.clone()),
+                sb_cfg,
+                latest.ip.clone(),
+            ));
+        }
+        let key = self.pod.metadata.uid.clone();
+        let now = Instant::now();
+        if let Some(until) = self.sandbox_backoff.until(&key, now) {
+            self.wake_no_later_than(until);
+            return None;
+        }
+        let log_dir = log_directory(&cfg.pod_logs_dir, &self.pod);
+        if let Err(e) = std::fs::create_dir_all(&log_dir) {
+            log::warn!(
+                "pod {}: cannot create log directory {}: {e}",
+                self.name(),
+                log_dir.display()
+            );
+        }
+        log::info!("pod {}: creating sandbox (attempt {attempt})", self.name());
+        let id = match self
+            .ctx
+            .cri
+            .runtime
+            .run_pod_sandbox(sb_cfg.clone(), "")
+            .await
+        {
+            Ok(id) => id,
+            Err(e) => {
+                let delay = self.sandbox_backoff.fail(&key, now);
+                log::warn!(
+                    "pod {}: creating the sandbox failed (retry in {delay:?}): {e}",
+                    self.name()
+                );
+                let err = SyncError::new(
+                    "ContainerCreating",
+                    format!("failed to create pod sandbox: {e}"),
+                );
+                self.wait_all(observed, &err);
+                self.wake_no_later_than(now + delay);
+                return None;
+            }
+        };
+        self.sandbox_backoff.reset(&key);
+        let ip = match self.ctx.cri.runtime.pod_sandbox_status(&id).await {
+            Ok(st) => st.network.map(|n| n.ip).unwrap_or_default(),
+            Err(e) => {
+                log::warn!("pod {}: sandbox {id} status: {e}", self.name());
+                String::new()
+            }
+        };
+        Some((id, sb_cfg, ip))
+    }
+
+    /// Starts one container (respecting crash-loop and pull back-off); true when started.
+    async fn start_container(
+        &mut self,
+        c: &Container,
+        s: &actions::Start,
+        sandbox_id: &str,
+        sandbox_cfg: &pb::PodSandboxConfig,
+        pod_ip: &str,
+    ) -> bool {
+        let key = format!("{}/{}", self.pod.metadata.uid, c.name);
+        let now = Instant::now();
+        if matches!(s.reason, StartReason::Exited { .. }) {
+            if let Some(until) = self.crash.until(&key, now) {
+                let delay = self.crash.delay(&key).unwrap_or_default();
+                let m = &self.pod.metadata;
+                let message = format!(
+                    "back-off {} restarting failed container={} pod={}_{}({})",
+                    crate::config::format_duration(delay),
+                    c.name,
+                    m.name,
+                    m.namespace,
+                    m.uid
+                );
+                self.waiting.insert(
+                    c.name.clone(),
+                    Waiting {
+                        reason: "CrashLoopBackOff".into(),
+                        message,
+                    },
+                );
+                self.wake_no_later_than(until);
+                return false;
+            }
+            self.crash.fail(&key, now);
+        }
+        let ensured = match image::ensure(&self.ctx, &self.pod, c, &mut self.pulls).await {
+            Ok(e) => e,
+            Err(w) => {
+                log::warn!(
+                    "pod {}: container {}: {}: {}",
+                    self.name(),
+                    c.name,
+                    w.reason,
+                    w.message
+                );
+                self.waiting.insert(c.name.clone(), w);
+                let until = self.pulls.until(
+                    &format!("{}/{}", self.pod.metadata.uid, c.image),
+                    Instant::now(),
+                );
+                self.wake_no_later_than(until.unwrap_or_else(|| Instant::now() + CONFIG_RETRY));
+                return false;
+            }
+        };
+        match ensured.offline {
+            Some(err) => self.offline.insert(c.name.clone(), err),
+            None => self.offline.remove(&c.name),
+        };
+        let facts = PodFacts {
+            node_name: self.ctx.host.node_name.clone(),
+            host_ip: self.ctx.host.host_ip.clone(),
+            pod_ip: pod_ip.to_string(),
+        };
+        let cfg = &self.ctx.cfg;
+        let cctx = ContainerContext {
+            pods_dir: &cfg.pods_dir,
+            allowed_host_paths: &cfg.allowed_host_paths,
+            facts: &facts,
+            objects: &*self.ctx,
+            mem_capacity: self.ctx.host.mem_capacity,
+        };
+        let config =
+            match container_config(&self.pod, c, s.restart_count, &ensured.image_ref, &cctx) {
+                Ok(cfg) => cfg,
+                Err(e) => {
+                    log::warn!("pod {}: container {}: {e}", self.name(), c.name);
+                    self.waiting.insert(
+                        c.name.clone(),
+                        Waiting {
+                            reason: e.reason,
+                            message: e.message,
+                        },
+                    );
+                    self.wake_no_later_than(Instant::now() + CONFIG_RETRY);
+                    return false;
+                }
+            };
+        log::info!(
+            "pod {}: starting container {} ({:?}, restart {})",
+            self.name(),
+            c.name,
+            s.reason,
+            s.restart_count
+        );
+        let rt = &self.ctx.cri.runtime;
+        let result = match rt
+            .create_container(sandbox_id, config, sandbox_cfg.clone())
+            .await
+        {
+            Ok(id) => rt
+                .start_container(&id)
+                .await
+                .map_err(|e| ("RunContainerError", e)),
+            Err(e) => Err(("CreateContainerError", e)),
+        };
+        if let Err((reason, e)) = result {
+            log::warn!("pod {}: container {}: {reason}: {e}", self.name(), c.name);
+            self.waiting.insert(
+                c.name.clone(),
+                Waiting {
+                    reason: reason.into(),
+                    message: e.to_string(),
+                },
+            );
+            self.wake_no_later_than(Instant::now() + RETRY);
+            return false;
+        }
+        true
+    }
+
+    /// Containers running a stale local image: pull again when the back-off allows, so
+    /// the pod is current again once the registry is back.
+    async fn retry_offline_pulls(&mut self) {
+        let names: Vec<String> = self.offline.keys().cloned().collect();
+        for name in names {
+            let Some(c) = self.pod.all_containers().find(|c| c.name == name).cloned() else {
+                self.offline.remove(&name);
+                continue;
+            };
+            let key = format!("{}/{}", self.pod.metadata.uid, c.image);
+            let now = Instant::now();
+            if let Some(until) = self.pulls.until(&key, now) {
+                self.wake_no_later_than(until);
+                continue;
+            }
+            match image::pull(&self.ctx, &self.pod, &c.image).await {
+                Ok(_) => {
+                    log::info!(
+                        "pod {}: image {} pulled again; no longer running offline",
+                        self.name(),
+                        c.image
+                    );
+                    self.pulls.reset(&key);
+                    self.offline.remove(&name);
+                }
+                Err(e) => {
+                    let delay = self.pulls.fail(&key, now);
+                    self.offline.insert(name, e);
+                    self.wake_no_later_than(now + delay);
+                }
+            }
+        }
+    }
+
+    fn write_status(&mut self, observed: &ObservedPod) {
+        let now = now_rfc3339();
+        let runtime_name = self.ctx.runtime_name.borrow().clone();
+        let mut status = pod_status(&StatusInput {
+            pod: &self.pod,
+            observed,
+            waiting: &self.waiting,
+            previous: self.last_status.as_ref(),
+            host_ip: &self.ctx.host.host_ip,
+            runtime_name: &runtime_name,
+            now: &now,
+            init_failed: self.init_failed,
+        });
+        if !self.offline.is_empty() {
+            status.reason = "OfflineImage".into();
+            let parts: Vec<String> = self
+                .offline
+                .iter()
+                .map(|(n, e)| format!("container {n} runs its local image: {e}"))
+                .collect();
+            status.message = parts.join("; ");
+        }
+        let (ns, name) = (
+            self.pod.metadata.namespace.clone(),
+            self.pod.metadata.name.clone(),
+        );
+        match self
+            .ctx
+            .store
+            .borrow_mut()
+            .write_status(&ns, &name, &status)
+        {
+            Ok(true) => log::debug!("pod {ns}/{name}: status written ({:?})", status.phase),
+            Ok(false) => {}
+            Err(e) => log::warn!("pod {ns}/{name}: cannot write status: {e}"),
+        }
+        self.last_status = Some(status);
+    }
+
+    /// Stops the pod with its grace period, removes it from the runtime and forgets its
+    /// status and volumes. Retries while the runtime is unreachable.
+    async fn terminate(self) {
+        let uid = self.pod.metadata.uid.clone();
+        let grace = kill::grace_period(&self.pod);
+        log::info!("pod {}: deleting (grace period {grace:?})", self.name());
+        loop {
+            match observe::observe(&self.ctx, &uid).await {
+                Ok(o) => {
+                    kill::stop_pod(&self.ctx, Some(&self.pod), &o, grace).await;
+                    let after = observe::observe(&self.ctx, &uid).await.unwrap_or(o);
+                    kill::remove_pod(&self.ctx, &after).await;
+                    break;
+                }
+                Err(e) => {
+                    log::warn!("pod {}: delete waits for the runtime: {e}", self.name());
+                    Timer::after(RETRY).await;
+                }
+            }
+        }
+        let (ns, name) = (&self.pod.metadata.namespace, &self.pod.metadata.name);
+        if let Err(e) = self.ctx.store.borrow_mut().remove_status(ns, name) {
+            log::warn!("pod {ns}/{name}: cannot remove status: {e}");
+        }
+        let dir = self.ctx.cfg.pods_dir.join(&uid);
+        if dir.exists() {
+            if let Err(e) = std::fs::remove_dir_all(&dir) {
+                log::warn!("pod {ns}/{name}: cannot remove {}: {e}", dir.display());
+            }
+        }
+        log::info!("pod {ns}/{name}: deleted");
+    }
+}

@@ -1,0 +1,77 @@
+//! `tinylet run`: the agent. Waits for the runtime (with back-off, forever: on a
+//! gateway the runtime may start after us or restart under us), then runs the sync loop
+//! on the one executor thread.
+//!
+//! Stopping: SIGTERM/SIGINT keep their default action and end the process at once. That
+//! is safe by design: every file is written atomically, pods keep running in the
+//! runtime, and the next start adopts them without restarting anything.
+
+use super::args::Args;
+use super::{init_logging, load_config, CliError, GLOBAL_VALUE_OPTS};
+use crate::agent::context::Context;
+use crate::agent::host::HostFacts;
+use crate::agent::sync_loop::SyncLoop;
+use crate::cri::CriClient;
+use crate::store::Store;
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::Duration;
+
+pub fn run(words: &[String]) -> Result<(), CliError> {
+    let args = Args::parse(words, GLOBAL_VALUE_OPTS)?;
+    args.only(GLOBAL_VALUE_OPTS)?;
+    let cfg = load_config(&args)?;
+    init_logging(&cfg.log_level);
+    let store = Store::open(&cfg).map_err(|e| CliError::failed(format!("state directory: {e}")))?;
+    let cri = CriClient::from_config(&cfg)
+        .map_err(|e| CliError::usage(format!("runtimeEndpoint: {e}")))?;
+    let host = HostFacts::detect(&cfg);
+    log::info!(
+        "tinylet {} starting: node {}, host IP {}, runtime {}, state {}",
+        env!("CARGO_PKG_VERSION"),
+        host.node_name,
+        if host.host_ip.is_empty() {
+            "unknown"
+        } else {
+            &host.host_ip
+        },
+        cfg.runtime_endpoint,
+        cfg.state_dir.display()
+    );
+    let ctx = Rc::new(Context {
+        cfg,
+        cri,
+        store: RefCell::new(store),
+        host,
+        runtime_name: RefCell::new(String::new()),
+    });
+    crate::rt::block_on(async move {
+        wait_for_runtime(&ctx).await;
+        SyncLoop::new(ctx).run().await;
+    });
+    Ok(())
+}
+
+/// Calls Version until the runtime answers, backing off from 500 ms to 30 s.
+async fn wait_for_runtime(ctx: &Context) {
+    let mut delay = Duration::from_millis(500);
+    loop {
+        match ctx.cri.runtime.version().await {
+            Ok(v) => {
+                log::info!(
+                    "runtime {} {} (CRI {})",
+                    v.runtime_name,
+                    v.runtime_version,
+                    v.runtime_api_version
+                );
+                *ctx.runtime_name.borrow_mut() = v.runtime_name;
+                return;
+            }
+            Err(e) => {
+                log::warn!("waiting for the runtime (next try in {delay:?}): {e}");
+                smol::Timer::after(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(30));
+            }
+        }
+    }
+}
