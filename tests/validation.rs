@@ -112,6 +112,23 @@ fn names_and_namespaces() {
         &[&format!("metadata.namespace: {label}, got \"-x\"")],
     );
     pod(json!({"metadata": {"uid": "../x"}}), &["metadata.uid: must be 1-128 letters, digits, '-', '_' or '.', not starting with '.', got \"../x\""]);
+    let qk = "key must be a qualified name (an optional DNS-1123 subdomain and '/', then at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit)";
+    pod(
+        json!({"metadata": {"labels": {"app.kubernetes.io/name": "web", "tier": "", "x": "a.b_c-d"}, "annotations": {"example.com/note": "any text at all\n"}}}),
+        &[],
+    );
+    pod(json!({"metadata": {"labels": {"-bad": "ok", "good": "no spaces", "k": "v".repeat(64)}}}), &[
+        &format!("metadata.labels[-bad]: {qk}"),
+        "metadata.labels[good]: value must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit, got \"no spaces\"",
+        &format!("metadata.labels[k]: value must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit, got {:?}", "v".repeat(64)),
+    ]);
+    pod(
+        json!({"metadata": {"annotations": {"a/b/c": "x", "big": "y".repeat(262_144)}}}),
+        &[
+            &format!("metadata.annotations[a/b/c]: {qk}"),
+            "metadata.annotations: must be at most 262144 bytes in all, got 262153",
+        ],
+    );
     pod(json!({"metadata": {"creationTimestamp": "yesterday"}}), &["metadata.creationTimestamp: expected an RFC 3339 time like \"2026-11-29T22:40:28Z\", got \"yesterday\""]);
 }
 

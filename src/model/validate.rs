@@ -70,6 +70,32 @@ impl Errors {
                 ),
             );
         }
+        for (k, v) in &m.labels {
+            if qualified_name(k).is_err() {
+                self.add(format_args!("metadata.labels[{k}]"), QUALIFIED_KEY);
+            }
+            if !is_label_value(v) {
+                self.add(
+                    format_args!("metadata.labels[{k}]"),
+                    format_args!("value must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit, got {v:?}"),
+                );
+            }
+        }
+        let mut annotation_bytes = 0;
+        for (k, v) in &m.annotations {
+            annotation_bytes += k.len() + v.len();
+            if qualified_name(k).is_err() {
+                self.add(format_args!("metadata.annotations[{k}]"), QUALIFIED_KEY);
+            }
+        }
+        if annotation_bytes > MAX_ANNOTATION_BYTES {
+            self.add(
+                "metadata.annotations",
+                format_args!(
+                    "must be at most {MAX_ANNOTATION_BYTES} bytes in all, got {annotation_bytes}"
+                ),
+            );
+        }
         if let Some(t) = &m.creation_timestamp {
             if let Err(e) = super::time::parse_rfc3339(t) {
                 self.add("metadata.creationTimestamp", e);
@@ -760,6 +786,16 @@ impl Errors {
             self.add(format_args!("{map}[{k}]"), e);
         }
     }
+}
+
+/// Kubernetes' limit on the total size of an object's annotations.
+const MAX_ANNOTATION_BYTES: usize = 256 * 1024;
+
+const QUALIFIED_KEY: &str = "key must be a qualified name (an optional DNS-1123 subdomain and '/', then at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit)";
+
+/// A label value: empty, or at most 63 alphanumerics, '-', '_' or '.', alphanumeric at both ends.
+fn is_label_value(v: &str) -> bool {
+    v.is_empty() || qualified_name(v).is_ok() && !v.contains('/')
 }
 
 /// The `fieldRef.fieldPath` values kubelet resolves (besides labels/annotations keys).
