@@ -9,8 +9,10 @@ use super::pleg::{self, Snapshot};
 use super::worker::{self, Msg};
 use super::{kill, observe};
 use crate::model::Pod;
+use async_io::Async;
+use rustix::fd::OwnedFd;
 use smol::channel::Sender;
-use smol::{Task, Timer};
+use smol::{future, Task, Timer};
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 use std::time::Duration;
@@ -43,12 +45,40 @@ impl SyncLoop {
         }
     }
 
-    /// Runs forever.
+    /// Runs forever: a tick every PLEG period, and at once when the store's watch
+    /// says a desired object changed (so `apply` does not wait for the next period).
     pub async fn run(mut self) {
+        let watch = self.store_watch();
         loop {
             self.tick().await;
-            Timer::after(self.ctx.cfg.pleg_period).await;
+            let period = Timer::after(self.ctx.cfg.pleg_period);
+            match &watch {
+                Some(w) => {
+                    future::or(
+                        async {
+                            let _ = w.readable().await;
+                        },
+                        async {
+                            period.await;
+                        },
+                    )
+                    .await
+                }
+                None => {
+                    period.await;
+                }
+            }
         }
+    }
+
+    /// The store's inotify fd registered with the reactor (a duplicate, so the store
+    /// keeps its own); `None` when the store polls mtimes instead.
+    fn store_watch(&self) -> Option<Async<OwnedFd>> {
+        let mut store = self.ctx.store.borrow_mut();
+        let fd = rustix::io::dup(store.watch_fd()?).ok()?;
+        Async::new(fd)
+            .map_err(|e| log::warn!("store watch not registered ({e}); polling"))
+            .ok()
     }
 
     /// One period: store changes, relist, events, orphans, finished workers.
@@ -56,6 +86,9 @@ impl SyncLoop {
         let changed = self.ctx.store.borrow_mut().changed();
         if changed {
             self.reconcile_desired();
+            // A ConfigMap or Secret may have changed: let every pod refresh its
+            // projected files and env sources.
+            self.wake_all();
         }
         self.relist().await;
         self.workers.retain(|uid, w| {
