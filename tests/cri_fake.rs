@@ -163,6 +163,24 @@ fn error_status_in_trailers_is_typed_and_percent_decoded() {
 }
 
 #[test]
+fn dropping_the_last_channel_clone_closes_the_connection() {
+    run(async {
+        let (_dir, server, ch) = setup(100);
+        let clone = ch.clone();
+        assert_eq!(call(&ch, "/fake.Fake/Echo", "a").await.unwrap(), "a");
+        drop(ch);
+        assert_eq!(call(&clone, "/fake.Fake/Echo", "b").await.unwrap(), "b");
+        assert_eq!(server.stats.closed.get(), 0);
+        drop(clone);
+        // The connection task notices and closes the socket (the run guard bounds this).
+        while server.stats.closed.get() == 0 {
+            Timer::after(Duration::from_millis(5)).await;
+        }
+        assert_eq!(server.stats.connections.get(), 1);
+    })
+}
+
+#[test]
 fn trailers_only_answers_carry_the_status() {
     run(async {
         let (_dir, _server, ch) = setup(100);

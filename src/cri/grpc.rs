@@ -51,8 +51,9 @@ pub fn request_head(path: &'static str, timeout: Option<Duration>) -> Result<Req
     headers.insert(TE, HeaderValue::from_static("trailers"));
     headers.insert(USER_AGENT, HeaderValue::from_static(USER_AGENT_VALUE));
     if let Some(t) = timeout {
-        let value =
-            HeaderValue::from_str(&encode_timeout(t)).map_err(|e| format!("grpc-timeout: {e}"))?;
+        // From the String's own buffer: no second allocation for the value.
+        let value = HeaderValue::from_maybe_shared(Bytes::from(encode_timeout(t)))
+            .map_err(|e| format!("grpc-timeout: {e}"))?;
         headers.insert("grpc-timeout", value);
     }
     Ok(req)

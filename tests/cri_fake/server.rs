@@ -59,6 +59,8 @@ pub struct Seen {
 #[derive(Default)]
 pub struct Stats {
     pub connections: Cell<usize>,
+    /// Connections that ended (closed by either side).
+    pub closed: Cell<usize>,
     pub requests: RefCell<Vec<Seen>>,
     pub active: Cell<usize>,
     pub max_active: Cell<usize>,
@@ -123,7 +125,11 @@ async fn accept_loop(
 ) {
     while let Ok((stream, _)) = listener.accept().await {
         stats.connections.set(stats.connections.get() + 1);
-        let conn = tinylet::rt::spawn(serve_connection(stream, stats.clone(), max_streams));
+        let stats = stats.clone();
+        let conn = tinylet::rt::spawn(async move {
+            serve_connection(stream, stats.clone(), max_streams).await;
+            stats.closed.set(stats.closed.get() + 1);
+        });
         tasks.borrow_mut().push(conn);
     }
 }
