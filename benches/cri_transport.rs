@@ -6,7 +6,8 @@
 //! allocations (count and bytes) the client thread makes per call. Rows: a tiny message
 //! (the size of a Version call) one call after another and from 8 concurrent tasks, and
 //! a 64 KiB answer (the size of a ListContainers with a few dozen containers).
-//! `TINYLET_BENCH_CALLS` overrides the number of calls per row (default 10000).
+//! `TINYLET_BENCH_CALLS` overrides the number of calls per row (default 10000; 100 when
+//! run by `cargo test`, which passes no `--bench`).
 
 #[allow(dead_code)]
 #[path = "../tests/cri_fake/server.rs"]
@@ -64,10 +65,13 @@ const METHOD_BIG: &str = "/fake.Fake/Big";
 const TIMEOUT: Option<Duration> = Some(Duration::from_secs(10));
 
 fn main() {
+    // `cargo test --all-targets` (make test) runs this too, unoptimised and without
+    // `--bench`: then it is a quick smoke run of 100 calls per row.
+    let full = std::env::args().any(|a| a == "--bench");
     let calls: usize = std::env::var("TINYLET_BENCH_CALLS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(10_000);
+        .unwrap_or(if full { 10_000 } else { 100 });
     let dir = TempDir::new();
     let sock = dir.join("bench.sock");
     start_server_thread(sock.clone());

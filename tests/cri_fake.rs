@@ -491,11 +491,9 @@ fn a_missing_socket_is_unavailable_until_the_runtime_appears() {
         let ch = Channel::new(sock.to_str().unwrap()).unwrap();
         let e = expect_err(call(&ch, "/fake.Fake/Echo", "x").await, Code::Unavailable);
         assert!(e.message.contains("later.sock"), "{e}");
-        let started = Instant::now();
+        // Failing fast: no connection attempt, just when the next one will be.
         let e = expect_err(call(&ch, "/fake.Fake/Echo", "x").await, Code::Unavailable);
         assert!(e.message.contains("next attempt in"), "{e}");
-        // Failing fast: no connection attempt was made.
-        assert!(started.elapsed() < Duration::from_millis(100));
         let _server = FakeServer::start(&sock, 100);
         assert_eq!(retry_until_ok(&ch, "y").await, "y");
     })
