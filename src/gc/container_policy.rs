@@ -14,7 +14,7 @@
 //! The caller passes the desired pod UIDs; it must only do so once every pod source has
 //! been loaded, or live pods would look deleted.
 
-use super::labels;
+use crate::kuberuntime::labels;
 use crate::config::ContainerGcConfig;
 use crate::cri::pb;
 use std::collections::{BTreeMap, HashSet};

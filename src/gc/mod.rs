@@ -3,7 +3,6 @@
 //! - [`image_ref`]: matching image references to the runtime's images.
 //! - [`image_policy`]: the image GC rule (how much to free, what is protected, LRU order).
 //! - [`image_records`]: first-seen / last-used times, persisted sparingly.
-//! - [`labels`]: the CRI labels that mark sandboxes and containers as ours.
 //! - [`container_policy`]: which dead containers and sandboxes go.
 //! - [`leftovers`]: volume and log directories of deleted pods.
 
@@ -11,5 +10,4 @@ pub mod container_policy;
 pub mod image_policy;
 pub mod image_records;
 pub mod image_ref;
-pub mod labels;
 pub mod leftovers;
