@@ -14,9 +14,9 @@
 //! The caller passes the desired pod UIDs; it must only do so once every pod source has
 //! been loaded, or live pods would look deleted.
 
-use crate::kuberuntime::labels;
 use crate::config::ContainerGcConfig;
 use crate::cri::pb;
+use crate::kuberuntime::labels;
 use std::collections::{BTreeMap, HashSet};
 
 /// A container the pass should remove.
