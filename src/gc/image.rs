@@ -200,12 +200,16 @@ impl ImageGc {
         let Some(bytes) = self.records.pending_write() else {
             return false;
         };
-        match atomic::write_file(
-            &self.state_dir,
-            image_records::FILE_NAME,
-            &bytes,
-            atomic::PLAIN_FILE_MODE,
-        ) {
+        // The state directory may not exist yet on a first start.
+        let written = std::fs::create_dir_all(&self.state_dir).and_then(|()| {
+            atomic::write_file(
+                &self.state_dir,
+                image_records::FILE_NAME,
+                &bytes,
+                atomic::PLAIN_FILE_MODE,
+            )
+        });
+        match written {
             Ok(_) => {
                 self.records.saved();
                 true

@@ -10,6 +10,9 @@
 //! - Candidates are the images no container uses and nothing protects, least recently
 //!   used first (ties: first seen earlier first); an image first seen less than `minAge`
 //!   ago stays (it may have just been pulled for a container about to start).
+//! - Bytes freed are estimated with the runtime's image sizes, which count layers shared
+//!   with other images; a pass may free less than it counted, and the next pass (with a
+//!   fresh ImageFsInfo) frees the rest.
 
 use super::image_ref::ImageIndex;
 use crate::config::ImageGcConfig;
