@@ -56,7 +56,10 @@ fn images() -> Vec<pb::Image> {
         .map(|i| pb::Image {
             id: hex(i),
             repo_tags: vec![format!("registry.local:5000/team/app-{i}:v{}", i % 7)],
-            repo_digests: vec![format!("registry.local:5000/team/app-{i}@{}", hex(i + 1000))],
+            repo_digests: vec![format!(
+                "registry.local:5000/team/app-{i}@{}",
+                hex(i + 1000)
+            )],
             size: 20_000_000 + i as u64 * 1000,
             ..Default::default()
         })
@@ -71,7 +74,10 @@ fn containers() -> Vec<pb::Container> {
             l.insert(labels::POD_UID.to_string(), format!("uid-{pod:04}"));
             l.insert(labels::POD_NAME.to_string(), format!("pod-{pod}"));
             l.insert(labels::POD_NAMESPACE.to_string(), "default".to_string());
-            l.insert(labels::CONTAINER_NAME.to_string(), format!("c{}", i / PODS % 2));
+            l.insert(
+                labels::CONTAINER_NAME.to_string(),
+                format!("c{}", i / PODS % 2),
+            );
             pb::Container {
                 id: format!("{i:064x}"),
                 pod_sandbox_id: format!("sb-{pod}"),
@@ -136,8 +142,18 @@ fn one_pass(
     records.observe(&present, &in_use, now);
     let _ = records.pending_write().map(|_| records.saved());
     let used: u64 = imgs.iter().map(|i| i.size).sum();
-    let (to_free, _) = image_policy::bytes_to_free(&icfg, Usage { used, capacity: 8 << 30 }).unwrap_or((0, image_policy::Trigger::Budget));
-    let refs = desired_refs.iter().map(String::as_str).chain(["registry.k8s.io/pause:3.9"]);
+    let (to_free, _) = image_policy::bytes_to_free(
+        &icfg,
+        Usage {
+            used,
+            capacity: 8 << 30,
+        },
+    )
+    .unwrap_or((0, image_policy::Trigger::Budget));
+    let refs = desired_refs
+        .iter()
+        .map(String::as_str)
+        .chain(["registry.k8s.io/pause:3.9"]);
     let (kept, unresolved) = image_policy::kept_ids(&ix, imgs, refs);
     let cands: Vec<Candidate<'_>> = imgs
         .iter()
@@ -155,7 +171,12 @@ fn one_pass(
     let order = image_policy::eviction_order(cands, now, 120);
     let victims = image_policy::plan(&order, to_free).len();
     let ccfg = ContainerGcConfig::default();
-    let dead = container_policy::containers_to_remove(ctrs, desired_uids, (now * 1_000_000_000) as i64, &ccfg);
+    let dead = container_policy::containers_to_remove(
+        ctrs,
+        desired_uids,
+        (now * 1_000_000_000) as i64,
+        &ccfg,
+    );
     let removed: HashSet<&str> = dead.iter().map(|v| v.id).collect();
     let sb = container_policy::sandboxes_to_remove(sbs, ctrs, &removed, desired_uids);
     (victims + unresolved.len(), dead.len(), sb.len())
@@ -169,26 +190,53 @@ fn thread_cpu() -> Duration {
 fn main() {
     let (imgs, ctrs, sbs) = (images(), containers(), sandboxes());
     // Desired pods: 40 of the 50 pods, their images named by short tag.
-    let desired_refs: Vec<String> = (0..40).map(|i| format!("registry.local:5000/team/app-{i}:v{}", i % 7)).collect();
+    let desired_refs: Vec<String> = (0..40)
+        .map(|i| format!("registry.local:5000/team/app-{i}:v{}", i % 7))
+        .collect();
     let uids: Vec<String> = (0..40).map(|p| format!("uid-{p:04}")).collect();
     let desired_uids: HashSet<&str> = uids.iter().map(String::as_str).collect();
     let mut records = ImageRecords::from_file(None, NOW_S, "bench");
     // Warm-up: the first pass records every image (and would write the file once).
-    let first = one_pass(&imgs, &ctrs, &sbs, &desired_refs, &desired_uids, &mut records, NOW_S);
+    let first = one_pass(
+        &imgs,
+        &ctrs,
+        &sbs,
+        &desired_refs,
+        &desired_uids,
+        &mut records,
+        NOW_S,
+    );
     const N: u32 = 2000;
     let (a0, b0, cpu0) = (ALLOCS.load(Relaxed), BYTES.load(Relaxed), thread_cpu());
     let mut sink = 0;
     for k in 0..N {
-        let r = one_pass(&imgs, &ctrs, &sbs, &desired_refs, &desired_uids, &mut records, NOW_S + 300 * u64::from(k + 1));
+        let r = one_pass(
+            &imgs,
+            &ctrs,
+            &sbs,
+            &desired_refs,
+            &desired_uids,
+            &mut records,
+            NOW_S + 300 * u64::from(k + 1),
+        );
         sink += r.0 + r.1 + r.2;
     }
     let cpu = thread_cpu() - cpu0;
     let (allocs, bytes) = (ALLOCS.load(Relaxed) - a0, BYTES.load(Relaxed) - b0);
     black_box(sink);
     println!("gc pass policy over {IMAGES} images, {CONTAINERS} containers, {PODS} sandboxes (mean of {N} passes):");
-    println!("  decisions: {} images to remove, {} dead containers, {} sandboxes", first.0, first.1, first.2);
-    println!("  cpu time per pass:     {:.1} us", cpu.as_secs_f64() * 1e6 / f64::from(N));
+    println!(
+        "  decisions: {} images to remove, {} dead containers, {} sandboxes",
+        first.0, first.1, first.2
+    );
+    println!(
+        "  cpu time per pass:     {:.1} us",
+        cpu.as_secs_f64() * 1e6 / f64::from(N)
+    );
     println!("  allocations per pass:  {}", allocs / u64::from(N));
     println!("  bytes allocated/pass:  {}", bytes / u64::from(N));
-    println!("  records file writes after the first pass: {}", records.writes.saturating_sub(1));
+    println!(
+        "  records file writes after the first pass: {}",
+        records.writes.saturating_sub(1)
+    );
 }

@@ -36,7 +36,12 @@ fn client(cfg: &Config) -> CriClient {
 }
 
 /// Our labels for pod `uid` (plus the container name when given).
-fn our_labels(uid: &str, ns: &str, name: &str, container: Option<&str>) -> BTreeMap<String, String> {
+fn our_labels(
+    uid: &str,
+    ns: &str,
+    name: &str,
+    container: Option<&str>,
+) -> BTreeMap<String, String> {
     let mut l = BTreeMap::new();
     l.insert(labels::POD_UID.to_string(), uid.to_string());
     l.insert(labels::POD_NAMESPACE.to_string(), ns.to_string());
@@ -48,7 +53,13 @@ fn our_labels(uid: &str, ns: &str, name: &str, container: Option<&str>) -> BTree
 }
 
 /// A host-network sandbox config for pod `ns/name` with `uid`; `ours` adds our labels.
-fn sandbox_config(cfg: &Config, ns: &str, name: &str, uid: &str, ours: bool) -> pb::PodSandboxConfig {
+fn sandbox_config(
+    cfg: &Config,
+    ns: &str,
+    name: &str,
+    uid: &str,
+    ours: bool,
+) -> pb::PodSandboxConfig {
     pb::PodSandboxConfig {
         metadata: Some(pb::PodSandboxMetadata {
             name: name.into(),
@@ -62,7 +73,11 @@ fn sandbox_config(cfg: &Config, ns: &str, name: &str, uid: &str, ours: bool) -> 
             .join(format!("{ns}_{name}_{uid}"))
             .display()
             .to_string(),
-        labels: if ours { our_labels(uid, ns, name, None) } else { BTreeMap::new() },
+        labels: if ours {
+            our_labels(uid, ns, name, None)
+        } else {
+            BTreeMap::new()
+        },
         linux: Some(pb::LinuxPodSandboxConfig {
             security_context: Some(pb::LinuxSandboxSecurityContext {
                 namespace_options: Some(pb::NamespaceOption {
@@ -78,6 +93,7 @@ fn sandbox_config(cfg: &Config, ns: &str, name: &str, uid: &str, ours: bool) -> 
 }
 
 /// Creates and starts container `name` (restart `attempt`) running `cmd` from `image`.
+#[allow(clippy::too_many_arguments)]
 async fn run_container(
     cri: &CriClient,
     sb: &str,
@@ -129,7 +145,13 @@ async fn wait_exited(cri: &CriClient, id: &str) {
 }
 
 async fn image_ids(cri: &CriClient) -> HashSet<String> {
-    cri.image.list_images().await.unwrap().into_iter().map(|i| i.id).collect()
+    cri.image
+        .list_images()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|i| i.id)
+        .collect()
 }
 
 /// ImageFsInfo's used bytes once two readings 11 s apart agree (containerd refreshes
@@ -176,13 +198,20 @@ fn image_gc_removes_lru_unprotected_images_down_to_the_low_mark() {
         let at = |s: u64| t0 + Duration::from_secs(s);
         let keep_desired = [desired.name.as_str(), c.test_image()];
         let sb_cfg = sandbox_config(&cfg, "default", "imgs", "uid-imgs", true);
-        let sb = cri.runtime.run_pod_sandbox(sb_cfg.clone(), "").await.unwrap();
+        let sb = cri
+            .runtime
+            .run_pod_sandbox(sb_cfg.clone(), "")
+            .await
+            .unwrap();
         let mut gc = ImageGc::new(&cfg);
         // Containers: `in-use` stays; `older` and `newer` are used, then removed in turn,
         // so their last-use times differ (passes at simulated times).
-        let keep = run_container(&cri, &sb, &sb_cfg, "keep", 0, &in_use.name, &["true"], true).await;
-        let c_older = run_container(&cri, &sb, &sb_cfg, "older", 0, &older.name, &["true"], true).await;
-        let c_newer = run_container(&cri, &sb, &sb_cfg, "newer", 0, &newer.name, &["true"], true).await;
+        let keep =
+            run_container(&cri, &sb, &sb_cfg, "keep", 0, &in_use.name, &["true"], true).await;
+        let c_older =
+            run_container(&cri, &sb, &sb_cfg, "older", 0, &older.name, &["true"], true).await;
+        let c_newer =
+            run_container(&cri, &sb, &sb_cfg, "newer", 0, &newer.name, &["true"], true).await;
         let r = gc.pass(&cri, &keep_desired, at(0)).await.unwrap();
         assert!(r.to_free.is_none() && r.removed.is_empty(), "{r:?}");
         assert!(r.records_written, "the first listing is saved");
@@ -200,7 +229,10 @@ fn image_gc_removes_lru_unprotected_images_down_to_the_low_mark() {
         }
         assert_eq!(gc.records_writes(), writes);
         assert_eq!(gc.records().get(&older.id).unwrap().last_used, unix(at(0)));
-        assert_eq!(gc.records().get(&newer.id).unwrap().last_used, unix(at(100)));
+        assert_eq!(
+            gc.records().get(&newer.id).unwrap().last_used,
+            unix(at(100))
+        );
 
         // An agent restart (records come from the state dir) with a budget that needs
         // `never` and `older` gone but not `newer`: LRU order is never, older, newer.
@@ -221,7 +253,10 @@ fn image_gc_removes_lru_unprotected_images_down_to_the_low_mark() {
         // Down to the low mark: once containerd has counted again, usage is under it and
         // the next pass has nothing to do.
         let used_after = settled_used(&cri).await;
-        assert!(used_after <= target, "used {used_after} > low mark {target}");
+        assert!(
+            used_after <= target,
+            "used {used_after} > low mark {target}"
+        );
         let r = gc.pass(&cri, &keep_desired, at(1300)).await.unwrap();
         assert!(r.to_free.is_none(), "{r:?}");
 
@@ -240,10 +275,20 @@ fn image_gc_removes_lru_unprotected_images_down_to_the_low_mark() {
         for kept in [&in_use, &pinned] {
             assert!(left.contains(&kept.id), "{} was removed", kept.name);
         }
-        let names: Vec<String> = cri.image.list_images().await.unwrap().into_iter().flat_map(|i| i.repo_tags).collect();
+        let names: Vec<String> = cri
+            .image
+            .list_images()
+            .await
+            .unwrap()
+            .into_iter()
+            .flat_map(|i| i.repo_tags)
+            .collect();
         assert!(names.iter().any(|n| n == c.sandbox_image()), "{names:?}");
         assert!(names.iter().any(|n| n == c.test_image()), "{names:?}");
-        assert!(!left.contains(&newer.id), "newer is unprotected and should go under pressure");
+        assert!(
+            !left.contains(&newer.id),
+            "newer is unprotected and should go under pressure"
+        );
         wait_exited(&cri, &keep).await;
         cri.runtime.remove_container(&keep).await.unwrap();
     });
@@ -263,54 +308,122 @@ fn container_gc_keeps_the_newest_dead_and_cleans_deleted_pods() {
     block_on(async {
         let uid = "uid-ctrgc";
         let sb_cfg = sandbox_config(&cfg, "default", "crash", uid, true);
-        let sb = cri.runtime.run_pod_sandbox(sb_cfg.clone(), "").await.unwrap();
+        let sb = cri
+            .runtime
+            .run_pod_sandbox(sb_cfg.clone(), "")
+            .await
+            .unwrap();
         let mut ids = Vec::new();
         for attempt in 0..4 {
-            let id = run_container(&cri, &sb, &sb_cfg, "app", attempt, c.test_image(), &["sh", "-c", "echo run; exit 3"], true).await;
+            let id = run_container(
+                &cri,
+                &sb,
+                &sb_cfg,
+                "app",
+                attempt,
+                c.test_image(),
+                &["sh", "-c", "echo run; exit 3"],
+                true,
+            )
+            .await;
             wait_exited(&cri, &id).await;
             ids.push(id);
         }
         // A foreign sandbox and container (no labels of ours) that must never be touched.
         let mut f_cfg = sandbox_config(&cfg, "default", "foreign", "uid-foreign", false);
         f_cfg.log_directory = c.dir().join("foreign-logs").display().to_string();
-        let f_sb = cri.runtime.run_pod_sandbox(f_cfg.clone(), "").await.unwrap();
-        let f_ctr = run_container(&cri, &f_sb, &f_cfg, "x", 0, c.test_image(), &["true"], false).await;
+        let f_sb = cri
+            .runtime
+            .run_pod_sandbox(f_cfg.clone(), "")
+            .await
+            .unwrap();
+        let f_ctr = run_container(
+            &cri,
+            &f_sb,
+            &f_cfg,
+            "x",
+            0,
+            c.test_image(),
+            &["true"],
+            false,
+        )
+        .await;
         wait_exited(&cri, &f_ctr).await;
         // Volume data of the pod.
-        let vol = cfg.pods_dir.join(uid).join("volumes/kubernetes.io~empty-dir/data");
+        let vol = cfg
+            .pods_dir
+            .join(uid)
+            .join("volumes/kubernetes.io~empty-dir/data");
         std::fs::create_dir_all(&vol).unwrap();
         std::fs::write(vol.join("f"), b"data").unwrap();
         let log_dir = cfg.pod_logs_dir.join(format!("default_crash_{uid}"));
 
         let desired = HashSet::from([uid]);
-        let r = tinylet::gc::container::pass(&cri.runtime, &cfg, &desired, SystemTime::now()).await.unwrap();
+        let r = tinylet::gc::container::pass(&cri.runtime, &cfg, &desired, SystemTime::now())
+            .await
+            .unwrap();
         assert_eq!(r.removed_containers, ids[..3], "{r:?}");
-        assert!(r.removed_sandboxes.is_empty() && r.failed.is_empty(), "{r:?}");
-        let left: HashSet<String> = cri.runtime.list_containers(None).await.unwrap().into_iter().map(|c| c.id).collect();
+        assert!(
+            r.removed_sandboxes.is_empty() && r.failed.is_empty(),
+            "{r:?}"
+        );
+        let left: HashSet<String> = cri
+            .runtime
+            .list_containers(None)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|c| c.id)
+            .collect();
         assert!(left.contains(&ids[3]) && left.contains(&f_ctr));
         for gone in &ids[..3] {
             assert!(!left.contains(gone));
         }
         // Their log files went with them; the newest stays for --previous.
-        let mut logs: Vec<_> = std::fs::read_dir(log_dir.join("app")).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let mut logs: Vec<_> = std::fs::read_dir(log_dir.join("app"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
         logs.sort();
         assert_eq!(logs, ["3.log"]);
         assert!(vol.exists(), "a desired pod's volumes stay");
 
         // A second pass changes nothing.
-        let r = tinylet::gc::container::pass(&cri.runtime, &cfg, &desired, SystemTime::now()).await.unwrap();
+        let r = tinylet::gc::container::pass(&cri.runtime, &cfg, &desired, SystemTime::now())
+            .await
+            .unwrap();
         assert!(r.removed_containers.is_empty() && r.removed_sandboxes.is_empty());
 
         // The pod is deleted: the agent stops its sandbox; GC removes the rest.
         cri.runtime.stop_pod_sandbox(&sb).await.unwrap();
-        let r = tinylet::gc::container::pass(&cri.runtime, &cfg, &HashSet::new(), SystemTime::now()).await.unwrap();
+        let r =
+            tinylet::gc::container::pass(&cri.runtime, &cfg, &HashSet::new(), SystemTime::now())
+                .await
+                .unwrap();
         assert_eq!(r.removed_containers, [ids[3].clone()], "{r:?}");
-        assert_eq!(r.removed_sandboxes, [sb.clone()], "{r:?}");
+        assert_eq!(r.removed_sandboxes, std::slice::from_ref(&sb), "{r:?}");
         assert!(!log_dir.exists(), "log dir of the deleted pod remains");
-        assert!(!cfg.pods_dir.join(uid).exists(), "volumes of the deleted pod remain");
-        let sandboxes: Vec<String> = cri.runtime.list_pod_sandbox(None).await.unwrap().into_iter().map(|s| s.id).collect();
+        assert!(
+            !cfg.pods_dir.join(uid).exists(),
+            "volumes of the deleted pod remain"
+        );
+        let sandboxes: Vec<String> = cri
+            .runtime
+            .list_pod_sandbox(None)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|s| s.id)
+            .collect();
         assert!(sandboxes.contains(&f_sb) && !sandboxes.contains(&sb));
-        let containers: Vec<String> = cri.runtime.list_containers(None).await.unwrap().into_iter().map(|c| c.id).collect();
+        let containers: Vec<String> = cri
+            .runtime
+            .list_containers(None)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|c| c.id)
+            .collect();
         assert!(containers.contains(&f_ctr), "foreign container removed");
         cri.runtime.remove_container(&f_ctr).await.unwrap();
         cri.runtime.stop_pod_sandbox(&f_sb).await.unwrap();
@@ -321,7 +434,11 @@ fn container_gc_keeps_the_newest_dead_and_cleans_deleted_pods() {
 /// The sequence numbers of `line N` lines in `text`.
 fn sequence(text: &str) -> Vec<u64> {
     text.lines()
-        .map(|l| l.strip_prefix("line ").and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("unexpected line {l:?}")))
+        .map(|l| {
+            l.strip_prefix("line ")
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("unexpected line {l:?}"))
+        })
         .collect()
 }
 
@@ -338,9 +455,23 @@ fn log_rotation_bounds_files_and_loses_no_lines() {
     const MAX_FILES: u32 = 4;
     block_on(async {
         let sb_cfg = sandbox_config(&cfg, "default", "chatty", "uid-logrot", true);
-        let sb = cri.runtime.run_pod_sandbox(sb_cfg.clone(), "").await.unwrap();
+        let sb = cri
+            .runtime
+            .run_pod_sandbox(sb_cfg.clone(), "")
+            .await
+            .unwrap();
         let script = format!("i=0; while [ $i -lt {LINES} ]; do echo line $i; i=$((i+1)); done");
-        let id = run_container(&cri, &sb, &sb_cfg, "writer", 0, c.test_image(), &["sh", "-c", &script], true).await;
+        let id = run_container(
+            &cri,
+            &sb,
+            &sb_cfg,
+            "writer",
+            0,
+            c.test_image(),
+            &["sh", "-c", &script],
+            true,
+        )
+        .await;
         let dir: PathBuf = cfg.pod_logs_dir.join("default_chatty_uid-logrot/writer");
         let mut rot = LogRotator::new(64 << 10, MAX_FILES);
         let (mut rotations, mut max_seen) = (0, 0);
@@ -352,7 +483,11 @@ fn log_rotation_bounds_files_and_loses_no_lines() {
             assert!(r.failed.is_empty(), "{r:?}");
             rotations += r.rotated.len();
             max_seen = max_seen.max(count_files(&dir));
-            assert!(count_files(&dir) <= MAX_FILES as usize, "{:?}", std::fs::read_dir(&dir).unwrap().collect::<Vec<_>>());
+            assert!(
+                count_files(&dir) <= MAX_FILES as usize,
+                "{:?}",
+                std::fs::read_dir(&dir).unwrap().collect::<Vec<_>>()
+            );
             if !running {
                 break;
             }
@@ -370,7 +505,12 @@ fn log_rotation_bounds_files_and_loses_no_lines() {
         let first = *seq.first().unwrap();
         assert!(first > 0, "old files should have been removed");
         let want: Vec<u64> = (first..LINES).collect();
-        assert!(seq == want, "lines lost: {} lines from {first}, want {}", seq.len(), want.len());
+        assert!(
+            seq == want,
+            "lines lost: {} lines from {first}, want {}",
+            seq.len(),
+            want.len()
+        );
         cri.runtime.remove_container(&id).await.unwrap();
         cri.runtime.stop_pod_sandbox(&sb).await.unwrap();
         cri.runtime.remove_pod_sandbox(&sb).await.unwrap();

@@ -11,6 +11,7 @@ pub mod cri;
 pub mod delete;
 pub mod exec;
 pub mod get;
+pub mod logs;
 pub mod output;
 pub mod pod_summary;
 pub mod run;
@@ -90,6 +91,7 @@ pub fn main(args: Vec<String>) -> i32 {
         "apply" => apply::run(rest),
         "delete" => delete::run(rest),
         "get" => get::run(rest),
+        "logs" => logs::run(rest),
         "help" | "--help" | "-h" => {
             print!("{USAGE}");
             Ok(())
