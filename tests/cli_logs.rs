@@ -1,0 +1,211 @@
+//! `tinylet logs` as an operator uses it: the built binary on a scratch state directory
+//! holding a pod, with CRI log files laid out as the runtime and log rotation leave them.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use tinylet::model::Object;
+use tinylet::store::{Kind, Store};
+
+struct Scratch {
+    dir: PathBuf,
+    config: String,
+    pod_dir: PathBuf,
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+const POD: &str = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"default"},
+  "spec":{"initContainers":[{"name":"setup","image":"busybox"}],
+          "containers":[{"name":"app","image":"busybox"},{"name":"side","image":"busybox"}]}}"#;
+
+/// A state dir with pod default/web stored, a config naming it, and the pod's log dir.
+fn scratch(tag: &str) -> Scratch {
+    let dir = std::env::temp_dir().join(format!("tinylet-cli-logs-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (state, logs) = (dir.join("state"), dir.join("logs"));
+    let config = dir.join("config.json");
+    let cfg = format!(
+        r#"{{"stateDir":{:?},"podLogsDir":{:?},"manifestDirs":[]}}"#,
+        state.display().to_string(),
+        logs.display().to_string()
+    );
+    std::fs::write(&config, cfg).unwrap();
+    let mut store = Store::open_at(&state, &[]).unwrap();
+    let obj = tinylet::model::parse_object("pod.json", POD.as_bytes()).unwrap();
+    store.apply(obj).unwrap();
+    let uid = match store
+        .get(Kind::Pod, "default", "web")
+        .unwrap()
+        .unwrap()
+        .object
+    {
+        Object::Pod(p) => p.metadata.uid,
+        _ => unreachable!(),
+    };
+    assert!(!uid.is_empty());
+    let pod_dir = logs.join(format!("default_web_{uid}"));
+    Scratch {
+        config: config.display().to_string(),
+        dir,
+        pod_dir,
+    }
+}
+
+fn rec(i: u32, stream: &str, tag: &str, msg: &str) -> String {
+    format!(
+        "2024-05-01T10:00:{:02}.{i:09}Z {stream} {tag} {msg}\n",
+        i % 60
+    )
+}
+
+fn write(p: &Path, text: &str) {
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+fn logs(s: &Scratch, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_tinylet"))
+        .arg("logs")
+        .args(args)
+        .args(["--config", &s.config])
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Instance 0 (dead) and instance 1 (rotated once, a partial line across the rotation).
+fn lay_out(s: &Scratch) {
+    let app = s.pod_dir.join("app");
+    write(
+        &app.join("0.log"),
+        &(rec(1, "stdout", "F", "first run") + &rec(2, "stderr", "F", "crashed")),
+    );
+    write(
+        &app.join("1.log.20240501-100005"),
+        &(rec(3, "stdout", "F", "one")
+            + &rec(4, "stdout", "F", "two")
+            + &rec(5, "stdout", "P", "thr")),
+    );
+    write(
+        &app.join("1.log"),
+        &(rec(6, "stdout", "F", "ee") + "not a CRI line\n" + &rec(7, "stderr", "F", "four")),
+    );
+}
+
+#[test]
+fn reads_latest_previous_tail_and_timestamps() {
+    let s = scratch("read");
+    lay_out(&s);
+    let (code, out, err) = logs(&s, &["default/web", "-c", "app"]);
+    assert_eq!(
+        (code, out.as_str()),
+        (0, "one\ntwo\nthree\nfour\n"),
+        "{err}"
+    );
+    let (code, out, _) = logs(&s, &["web", "-c", "app", "--previous"]);
+    assert_eq!((code, out.as_str()), (0, "first run\ncrashed\n"));
+    let (code, out, _) = logs(
+        &s,
+        &["default/web", "-c", "app", "--tail", "2", "--timestamps"],
+    );
+    assert_eq!(code, 0);
+    assert_eq!(
+        out,
+        "2024-05-01T10:00:05.000000005Z three\n2024-05-01T10:00:07.000000007Z four\n"
+    );
+}
+
+#[test]
+fn container_choice_and_errors() {
+    let s = scratch("errors");
+    lay_out(&s);
+    let (code, _, err) = logs(&s, &["default/web"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("[app side]") && err.contains("init containers: [setup]"),
+        "{err}"
+    );
+    let (code, _, err) = logs(&s, &["default/web", "-c", "nope"]);
+    assert_eq!(code, 3, "{err}");
+    let (code, _, err) = logs(&s, &["default/missing"]);
+    assert_eq!(code, 3, "{err}");
+    assert!(err.contains("default/missing"), "{err}");
+    let (code, _, err) = logs(&s, &["default/web", "-c", "side"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("no logs yet"), "{err}");
+    let (code, _, err) = logs(&s, &["default/web", "-c", "side", "--previous"]);
+    assert_eq!(code, 1, "{err}");
+    let (code, _, err) = logs(&s, &["default/web", "-c", "app", "--tail", "x"]);
+    assert_eq!(code, 2, "{err}");
+}
+
+#[test]
+fn follow_sees_new_lines_and_rotation_and_ends_on_restart() {
+    let s = scratch("follow");
+    lay_out(&s);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tinylet"))
+        .args([
+            "logs",
+            "default/web",
+            "-c",
+            "app",
+            "-f",
+            "--config",
+            &s.config,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let app = s.pod_dir.join("app");
+    let append = |p: &Path, t: String| {
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(p)
+            .unwrap();
+        f.write_all(t.as_bytes()).unwrap();
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    append(&app.join("1.log"), rec(8, "stdout", "F", "five"));
+    std::thread::sleep(Duration::from_millis(500));
+    // Rotation: rename, a late line in the old file, then the runtime's new file.
+    std::fs::rename(app.join("1.log"), app.join("1.log.20240501-100010")).unwrap();
+    append(
+        &app.join("1.log.20240501-100010"),
+        rec(9, "stdout", "F", "six"),
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    append(&app.join("1.log"), rec(10, "stdout", "F", "seven"));
+    std::thread::sleep(Duration::from_millis(500));
+    // The container restarts: following ends.
+    write(&app.join("2.log"), &rec(11, "stdout", "F", "next run"));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "logs -f did not end after the restart"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    assert_eq!(out, "one\ntwo\nthree\nfour\nfive\nsix\nseven\n");
+}
