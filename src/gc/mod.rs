@@ -1,5 +1,14 @@
 //! Garbage collection bounded by size: images, dead containers, container logs.
 //!
+//! How the agent drives it (each pass is one async call on the agent's executor; a pass
+//! that fails is logged by the caller and simply runs again next period, never fatal):
+//! - [`image::ImageGc::new`] once, then [`image::ImageGc::pass`] every `imageGC.period`
+//!   with the image references of every container of every desired pod.
+//! - [`container::pass`] every `containerGC.period` with the UIDs of the desired pods
+//!   (only once every pod source is loaded).
+//! - [`logs::LogRotator::new`] once, then [`logs::LogRotator::pass`] every
+//!   [`logs::PERIOD`].
+//!
 //! - [`image`]: the image GC pass (CRI + statvfs + records).
 //! - [`image_ref`]: matching image references to the runtime's images.
 //! - [`image_policy`]: the image GC rule (how much to free, what is protected, LRU order).
