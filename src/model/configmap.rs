@@ -1,7 +1,6 @@
 //! v1.ConfigMap: string data (`data`) and base64 binary data (`binaryData`).
 
 use super::meta::ObjectMeta;
-use super::serde_util::null_default;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -9,21 +8,13 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ConfigMap {
-    #[serde(deserialize_with = "null_default")]
     pub kind: String,
-    #[serde(deserialize_with = "null_default")]
     pub api_version: String,
     pub metadata: ObjectMeta,
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub data: BTreeMap<String, String>,
     /// Values are base64 text, checked when parsed.
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub binary_data: BTreeMap<String, String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub immutable: Option<bool>,

@@ -2,7 +2,7 @@
 //! lifecycle hooks and the container security context.
 
 use super::quantity::Quantity;
-use super::serde_util::{is_false, is_zero, null_default};
+use super::serde_util::{is_false, is_zero};
 use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
@@ -15,48 +15,25 @@ pub const DEFAULT_TERMINATION_MESSAGE_PATH: &str = "/dev/termination-log";
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Container {
-    #[serde(deserialize_with = "null_default")]
     pub name: String,
-    #[serde(deserialize_with = "null_default")]
     pub image: String,
     /// Filled from the image tag by the defaults when absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub image_pull_policy: Option<PullPolicy>,
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub command: Vec<String>,
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub working_dir: String,
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ports: Vec<ContainerPort>,
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub env_from: Vec<EnvFromSource>,
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub env: Vec<EnvVar>,
     pub resources: ResourceRequirements,
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub volume_mounts: Vec<VolumeMount>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub liveness_probe: Option<Probe>,
@@ -66,7 +43,6 @@ pub struct Container {
     pub startup_probe: Option<Probe>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lifecycle: Option<Lifecycle>,
-    #[serde(deserialize_with = "null_default")]
     pub termination_message_path: String,
     pub termination_message_policy: TerminationMessagePolicy,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -109,20 +85,13 @@ pub enum TerminationMessagePolicy {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ContainerPort {
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub name: String,
     #[serde(skip_serializing_if = "is_zero")]
     pub host_port: i32,
     pub container_port: i32,
     pub protocol: Protocol,
-    #[serde(
-        rename = "hostIP",
-        deserialize_with = "null_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(rename = "hostIP", skip_serializing_if = "String::is_empty")]
     pub host_ip: String,
 }
 
@@ -139,12 +108,8 @@ pub enum Protocol {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct EnvVar {
-    #[serde(deserialize_with = "null_default")]
     pub name: String,
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub value: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub value_from: Option<EnvVarSource>,
@@ -168,12 +133,8 @@ pub struct EnvVarSource {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ObjectFieldSelector {
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub api_version: String,
-    #[serde(deserialize_with = "null_default")]
     pub field_path: String,
 }
 
@@ -181,12 +142,8 @@ pub struct ObjectFieldSelector {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ResourceFieldSelector {
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub container_name: String,
-    #[serde(deserialize_with = "null_default")]
     pub resource: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub divisor: Option<Quantity>,
@@ -196,9 +153,7 @@ pub struct ResourceFieldSelector {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct KeySelector {
-    #[serde(deserialize_with = "null_default")]
     pub name: String,
-    #[serde(deserialize_with = "null_default")]
     pub key: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub optional: Option<bool>,
@@ -208,10 +163,7 @@ pub struct KeySelector {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct EnvFromSource {
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub prefix: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub config_map_ref: Option<EnvFromRef>,
@@ -223,7 +175,6 @@ pub struct EnvFromSource {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct EnvFromRef {
-    #[serde(deserialize_with = "null_default")]
     pub name: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub optional: Option<bool>,
@@ -233,16 +184,11 @@ pub struct EnvFromRef {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct VolumeMount {
-    #[serde(deserialize_with = "null_default")]
     pub name: String,
     #[serde(skip_serializing_if = "is_false")]
     pub read_only: bool,
-    #[serde(deserialize_with = "null_default")]
     pub mount_path: String,
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub sub_path: String,
 }
 
@@ -250,15 +196,9 @@ pub struct VolumeMount {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ResourceRequirements {
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub limits: BTreeMap<String, Quantity>,
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub requests: BTreeMap<String, Quantity>,
 }
 
@@ -296,7 +236,6 @@ pub struct Probe {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ExecAction {
-    #[serde(deserialize_with = "null_default")]
     pub command: Vec<String>,
 }
 
@@ -304,22 +243,13 @@ pub struct ExecAction {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct HttpGetAction {
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub path: String,
     pub port: IntOrString,
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub host: String,
     pub scheme: UriScheme,
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub http_headers: Vec<HttpHeader>,
 }
 
@@ -335,9 +265,7 @@ pub enum UriScheme {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct HttpHeader {
-    #[serde(deserialize_with = "null_default")]
     pub name: String,
-    #[serde(deserialize_with = "null_default")]
     pub value: String,
 }
 
@@ -346,10 +274,7 @@ pub struct HttpHeader {
 #[serde(default)]
 pub struct TcpSocketAction {
     pub port: IntOrString,
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub host: String,
 }
 
@@ -465,14 +390,8 @@ pub struct SecurityContext {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Capabilities {
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub add: Vec<String>,
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub drop: Vec<String>,
 }

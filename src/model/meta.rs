@@ -4,7 +4,6 @@
 //! finalizers, managedFields, ...) are ignored on input, as the API server would keep
 //! them but nothing on the device reads them.
 
-use super::serde_util::null_default;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -19,26 +18,15 @@ pub const DEFAULT_NAMESPACE: &str = "default";
 #[serde(rename_all = "camelCase", default)]
 pub struct ObjectMeta {
     /// DNS-1123 subdomain; names the object's file in the store.
-    #[serde(deserialize_with = "null_default")]
     pub name: String,
     /// DNS-1123 label; `default` when absent.
-    #[serde(deserialize_with = "null_default")]
     pub namespace: String,
     /// Unique id kept for the object's life; assigned by the store when first stored.
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub uid: String,
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub annotations: BTreeMap<String, String>,
     /// RFC 3339 (`2026-11-29T22:40:28Z`); kubectl writes `null` for a new object.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -53,8 +41,6 @@ pub struct ObjectMeta {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct TypeMeta {
-    #[serde(deserialize_with = "null_default")]
     pub kind: String,
-    #[serde(deserialize_with = "null_default")]
     pub api_version: String,
 }

@@ -12,6 +12,7 @@ pub mod container;
 pub mod defaults;
 mod json_path;
 pub mod meta;
+mod nulls;
 pub mod pod;
 pub mod quantity;
 pub mod secret;
@@ -167,6 +168,15 @@ pub fn parse_object(source: &str, bytes: &[u8]) -> Result<Object, ModelError> {
             "expected a JSON object (a v1 Pod, ConfigMap or Secret)",
         ));
     }
+    let blanked;
+    let bytes = if bytes.windows(4).any(|w| w == b"null") {
+        let mut copy = bytes.to_vec();
+        nulls::blank_null_members(&mut copy);
+        blanked = copy;
+        &blanked[..]
+    } else {
+        bytes
+    };
     let tm: meta::TypeMeta = decode(source, bytes)?;
     let mut errors = Vec::new();
     if tm.api_version != meta::API_VERSION {

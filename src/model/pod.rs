@@ -7,7 +7,7 @@
 use super::container::Container;
 use super::meta::ObjectMeta;
 use super::quantity::Quantity;
-use super::serde_util::{is_false, null_default};
+use super::serde_util::is_false;
 use super::status::PodStatus;
 use serde::{Deserialize, Serialize};
 
@@ -15,9 +15,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Pod {
-    #[serde(deserialize_with = "null_default")]
     pub kind: String,
-    #[serde(deserialize_with = "null_default")]
     pub api_version: String,
     pub metadata: ObjectMeta,
     pub spec: PodSpec,
@@ -30,17 +28,10 @@ pub struct Pod {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct PodSpec {
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub volumes: Vec<Volume>,
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub init_containers: Vec<Container>,
-    #[serde(deserialize_with = "null_default")]
     pub containers: Vec<Container>,
     pub restart_policy: RestartPolicy,
     /// Seconds between SIGTERM and SIGKILL; 30 when absent.
@@ -51,10 +42,7 @@ pub struct PodSpec {
     pub dns_policy: DnsPolicy,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dns_config: Option<PodDnsConfig>,
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub node_name: String,
     #[serde(skip_serializing_if = "is_false")]
     pub host_network: bool,
@@ -64,20 +52,11 @@ pub struct PodSpec {
     pub host_ipc: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub security_context: Option<PodSecurityContext>,
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub image_pull_secrets: Vec<LocalObjectReference>,
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub hostname: String,
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub subdomain: String,
 }
 
@@ -104,20 +83,11 @@ pub enum DnsPolicy {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct PodDnsConfig {
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub nameservers: Vec<String>,
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub searches: Vec<String>,
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub options: Vec<PodDnsConfigOption>,
 }
 
@@ -125,7 +95,6 @@ pub struct PodDnsConfig {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct PodDnsConfigOption {
-    #[serde(deserialize_with = "null_default")]
     pub name: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
@@ -143,15 +112,9 @@ pub struct PodSecurityContext {
     pub run_as_non_root: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fs_group: Option<i64>,
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub supplemental_groups: Vec<i64>,
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sysctls: Vec<Sysctl>,
 }
 
@@ -159,9 +122,7 @@ pub struct PodSecurityContext {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Sysctl {
-    #[serde(deserialize_with = "null_default")]
     pub name: String,
-    #[serde(deserialize_with = "null_default")]
     pub value: String,
 }
 
@@ -169,7 +130,6 @@ pub struct Sysctl {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct LocalObjectReference {
-    #[serde(deserialize_with = "null_default")]
     pub name: String,
 }
 
@@ -177,7 +137,6 @@ pub struct LocalObjectReference {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Volume {
-    #[serde(deserialize_with = "null_default")]
     pub name: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub empty_dir: Option<EmptyDirVolumeSource>,
@@ -218,7 +177,6 @@ impl StorageMedium {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct HostPathVolumeSource {
-    #[serde(deserialize_with = "null_default")]
     pub path: String,
     #[serde(rename = "type")]
     pub type_: HostPathType,
@@ -244,12 +202,8 @@ pub enum HostPathType {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ConfigMapVolumeSource {
-    #[serde(deserialize_with = "null_default")]
     pub name: String,
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub items: Vec<KeyToPath>,
     /// File mode bits (0-0777); 0644 when absent.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -262,12 +216,8 @@ pub struct ConfigMapVolumeSource {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct SecretVolumeSource {
-    #[serde(deserialize_with = "null_default")]
     pub secret_name: String,
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub items: Vec<KeyToPath>,
     /// File mode bits (0-0777); 0644 when absent.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -280,9 +230,7 @@ pub struct SecretVolumeSource {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct KeyToPath {
-    #[serde(deserialize_with = "null_default")]
     pub key: String,
-    #[serde(deserialize_with = "null_default")]
     pub path: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mode: Option<i32>,

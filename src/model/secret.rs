@@ -3,7 +3,6 @@
 //! credential keyring does.
 
 use super::meta::ObjectMeta;
-use super::serde_util::null_default;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -20,23 +19,15 @@ pub const DOCKERCFG_KEY: &str = ".dockercfg";
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Secret {
-    #[serde(deserialize_with = "null_default")]
     pub kind: String,
-    #[serde(deserialize_with = "null_default")]
     pub api_version: String,
     pub metadata: ObjectMeta,
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub data: BTreeMap<String, String>,
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub string_data: BTreeMap<String, String>,
     /// `Opaque` when absent; any string is allowed, as in Kubernetes.
-    #[serde(rename = "type", deserialize_with = "null_default")]
+    #[serde(rename = "type")]
     pub type_: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub immutable: Option<bool>,
@@ -69,9 +60,10 @@ impl Secret {
             TYPE_DOCKERCFG => (DOCKERCFG_KEY, false),
             _ => return Ok(Vec::new()),
         };
-        let bytes = self
+        let mut bytes = self
             .get(key)
             .ok_or_else(|| format!("data[{key}]: required for type {}", self.type_))?;
+        super::nulls::blank_null_members(&mut bytes);
         let entries: BTreeMap<String, DockerConfigEntry> = if nested {
             serde_json::from_slice::<DockerConfigJson>(&bytes)
                 .map_err(|e| format!("data[{key}]: not a docker config.json: {e}"))?
@@ -104,20 +96,15 @@ pub struct RegistryAuth {
 #[derive(Deserialize, Default)]
 #[serde(default)]
 struct DockerConfigJson {
-    #[serde(deserialize_with = "null_default")]
     auths: BTreeMap<String, DockerConfigEntry>,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(default)]
 struct DockerConfigEntry {
-    #[serde(deserialize_with = "null_default")]
     username: String,
-    #[serde(deserialize_with = "null_default")]
     password: String,
-    #[serde(deserialize_with = "null_default")]
     auth: String,
-    #[serde(deserialize_with = "null_default")]
     identitytoken: String,
 }
 

@@ -3,7 +3,7 @@
 //! Serialized the way kubectl shows it: empty and absent fields are left out, except
 //! container states, which print as `{}` when nothing is known.
 
-use super::serde_util::{is_zero, null_default};
+use super::serde_util::is_zero;
 use serde::{Deserialize, Serialize};
 
 /// `status` of a v1 Pod.
@@ -12,51 +12,24 @@ use serde::{Deserialize, Serialize};
 pub struct PodStatus {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub phase: Option<PodPhase>,
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<PodCondition>,
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub message: String,
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub reason: String,
-    #[serde(
-        rename = "hostIP",
-        deserialize_with = "null_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(rename = "hostIP", skip_serializing_if = "String::is_empty")]
     pub host_ip: String,
-    #[serde(
-        rename = "podIP",
-        deserialize_with = "null_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(rename = "podIP", skip_serializing_if = "String::is_empty")]
     pub pod_ip: String,
-    #[serde(
-        rename = "podIPs",
-        deserialize_with = "null_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(rename = "podIPs", skip_serializing_if = "Vec::is_empty")]
     pub pod_ips: Vec<PodIp>,
     /// RFC 3339, when the agent first saw the pod.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start_time: Option<String>,
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub init_container_statuses: Vec<ContainerStatus>,
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub container_statuses: Vec<ContainerStatus>,
 }
 
@@ -81,17 +54,9 @@ pub struct PodCondition {
     pub last_probe_time: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_transition_time: Option<String>,
-    #[serde(
-        default,
-        deserialize_with = "null_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reason: String,
-    #[serde(
-        default,
-        deserialize_with = "null_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub message: String,
 }
 
@@ -117,7 +82,6 @@ pub enum ConditionStatus {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct PodIp {
-    #[serde(deserialize_with = "null_default")]
     pub ip: String,
 }
 
@@ -125,21 +89,15 @@ pub struct PodIp {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ContainerStatus {
-    #[serde(deserialize_with = "null_default")]
     pub name: String,
     pub state: ContainerState,
     pub last_state: ContainerState,
     pub ready: bool,
     pub restart_count: i32,
-    #[serde(deserialize_with = "null_default")]
     pub image: String,
-    #[serde(rename = "imageID", deserialize_with = "null_default")]
+    #[serde(rename = "imageID")]
     pub image_id: String,
-    #[serde(
-        rename = "containerID",
-        deserialize_with = "null_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(rename = "containerID", skip_serializing_if = "String::is_empty")]
     pub container_id: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub started: Option<bool>,
@@ -161,15 +119,9 @@ pub struct ContainerState {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ContainerStateWaiting {
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub reason: String,
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub message: String,
 }
 
@@ -188,25 +140,15 @@ pub struct ContainerStateTerminated {
     pub exit_code: i32,
     #[serde(skip_serializing_if = "is_zero")]
     pub signal: i32,
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub reason: String,
-    #[serde(
-        deserialize_with = "null_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub started_at: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<String>,
-    #[serde(
-        rename = "containerID",
-        deserialize_with = "null_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(rename = "containerID", skip_serializing_if = "String::is_empty")]
     pub container_id: String,
 }
 
