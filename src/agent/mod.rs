@@ -3,6 +3,7 @@ pub mod actions;
 pub mod backoff;
 pub mod context;
 pub mod host;
+pub mod housekeeping;
 pub mod image;
 pub mod kill;
 pub mod observe;

@@ -5,6 +5,7 @@
 //! failed relist is logged and retried; the loop never exits on a runtime outage.
 
 use super::context::Context;
+use super::housekeeping::Housekeeping;
 use super::pleg::{self, Snapshot};
 use super::worker::{self, Msg};
 use super::{kill, observe};
@@ -31,11 +32,13 @@ pub struct SyncLoop {
     orphans: BTreeMap<String, Task<()>>,
     relist_failing: bool,
     ready: bool,
+    housekeeping: Housekeeping,
 }
 
 impl SyncLoop {
     pub fn new(ctx: Rc<Context>) -> SyncLoop {
         SyncLoop {
+            housekeeping: Housekeeping::new(&ctx),
             ctx,
             workers: BTreeMap::new(),
             last: None,
@@ -99,6 +102,16 @@ impl SyncLoop {
             !done
         });
         self.orphans.retain(|_, t| !t.is_finished());
+        // GC needs the complete desired set: only once the store has been read.
+        if self.ready {
+            let desired: Vec<&Pod> = self
+                .workers
+                .values()
+                .filter(|w| !w.deleting)
+                .map(|w| &w.pod)
+                .collect();
+            self.housekeeping.tick(&self.ctx, &desired).await;
+        }
     }
 
     /// Starts workers for new pods, updates changed ones, deletes removed ones.

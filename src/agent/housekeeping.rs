@@ -1,0 +1,117 @@
+//! Runs the garbage collectors on their periods, as tasks beside the sync loop so a slow
+//! pass never delays the PLEG: image GC (`imageGC.period`), container GC with on-disk
+//! leftovers (`containerGC.period`) and container log rotation (every 10 s, kubelet's
+//! log manager period). A pass never overlaps itself; a failed pass is logged and the
+//! next one retries. The sync loop hands over the desired pods, since only it knows
+//! which pods exist.
+
+use super::context::Context;
+use crate::gc::container;
+use crate::gc::image::ImageGc;
+use crate::gc::logs::LogRotator;
+use crate::model::Pod;
+use smol::Task;
+use std::collections::HashSet;
+use std::rc::Rc;
+use std::time::{Duration, Instant, SystemTime};
+
+/// How often container logs are checked for rotation.
+pub const ROTATION_PERIOD: Duration = Duration::from_secs(10);
+
+/// A collector with state: idle between passes, or lent to the task running a pass.
+enum Slot<T> {
+    Idle(T),
+    Busy(Task<T>),
+    Empty,
+}
+
+impl<T: 'static> Slot<T> {
+    /// The collector when it is idle (collecting a finished pass's result first).
+    async fn take_idle(&mut self) -> Option<T> {
+        match std::mem::replace(self, Slot::Empty) {
+            Slot::Idle(t) => Some(t),
+            Slot::Busy(task) if task.is_finished() => Some(task.await),
+            busy => {
+                *self = busy;
+                None
+            }
+        }
+    }
+}
+
+pub struct Housekeeping {
+    image_gc: Slot<ImageGc>,
+    rotator: Slot<LogRotator>,
+    container_gc: Option<Task<()>>,
+    next_image: Instant,
+    next_container: Instant,
+    next_rotation: Instant,
+}
+
+impl Housekeeping {
+    pub fn new(ctx: &Context) -> Housekeeping {
+        let cfg = &ctx.cfg;
+        let now = Instant::now();
+        Housekeeping {
+            image_gc: Slot::Idle(ImageGc::new(cfg)),
+            rotator: Slot::Idle(LogRotator::new(
+                cfg.container_log_max_size,
+                cfg.container_log_max_files,
+            )),
+            container_gc: None,
+            // The first passes wait one period: right after a (re)start the runtime may
+            // still be coming back, and nothing is urgent.
+            next_image: now + cfg.image_gc.period,
+            next_container: now + cfg.container_gc.period,
+            next_rotation: now + ROTATION_PERIOD,
+        }
+    }
+
+    /// Starts the passes that are due. `desired` must be the complete desired set.
+    pub async fn tick(&mut self, ctx: &Rc<Context>, desired: &[&Pod]) {
+        let now = Instant::now();
+        if now >= self.next_rotation {
+            if let Some(mut rot) = self.rotator.take_idle().await {
+                self.next_rotation = now + ROTATION_PERIOD;
+                let ctx = ctx.clone();
+                self.rotator = Slot::Busy(crate::rt::spawn(async move {
+                    if let Err(e) = rot.pass(&ctx.cri.runtime).await {
+                        log::warn!("log rotation: {e}");
+                    }
+                    rot
+                }));
+            }
+        }
+        if now >= self.next_container && self.container_gc.as_ref().is_none_or(|t| t.is_finished())
+        {
+            self.next_container = now + ctx.cfg.container_gc.period;
+            let uids: Vec<String> = desired.iter().map(|p| p.metadata.uid.clone()).collect();
+            let ctx = ctx.clone();
+            self.container_gc = Some(crate::rt::spawn(async move {
+                let set: HashSet<&str> = uids.iter().map(String::as_str).collect();
+                if let Err(e) =
+                    container::pass(&ctx.cri.runtime, &ctx.cfg, &set, SystemTime::now()).await
+                {
+                    log::warn!("container GC: {e}");
+                }
+            }));
+        }
+        if now >= self.next_image {
+            if let Some(mut gc) = self.image_gc.take_idle().await {
+                self.next_image = now + ctx.cfg.image_gc.period;
+                let images: Vec<String> = desired
+                    .iter()
+                    .flat_map(|p| p.all_containers().map(|c| c.image.clone()))
+                    .collect();
+                let ctx = ctx.clone();
+                self.image_gc = Slot::Busy(crate::rt::spawn(async move {
+                    let refs: Vec<&str> = images.iter().map(String::as_str).collect();
+                    if let Err(e) = gc.pass(&ctx.cri, &refs, SystemTime::now()).await {
+                        log::warn!("image GC: {e}");
+                    }
+                    gc
+                }));
+            }
+        }
+    }
+}
