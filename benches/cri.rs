@@ -74,7 +74,10 @@ fn main() {
 }
 
 fn run() -> Result<(), String> {
-    let n = env_usize("TINYLET_BENCH_CALLS", 10_000)?;
+    // `cargo test --all-targets` runs this too (without `--bench`): then a short smoke
+    // run, so the test suite does not spend a minute on unoptimised calls.
+    let full = std::env::args().any(|a| a == "--bench");
+    let n = env_usize("TINYLET_BENCH_CALLS", if full { 10_000 } else { 200 })?;
     let pods = env_usize("TINYLET_BENCH_PODS", 5)?;
     let ctd = Containerd::start();
     let ch = Channel::new(&ctd.endpoint()).map_err(|e| e.to_string())?;
