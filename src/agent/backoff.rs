@@ -68,6 +68,19 @@ impl Backoff {
         (ready_at > now).then_some(ready_at)
     }
 
+    /// kubelet's crash-loop rule: a container that exited at `exited` may start again
+    /// once the current delay has passed since that exit, not since the previous restart
+    /// (a slow create or a long run must not eat into the back-off). Returns when it
+    /// may, if that is after `now`. A key quiet for `reset_after` is not backing off.
+    pub fn until_since(&self, key: &str, exited: Instant, now: Instant) -> Option<Instant> {
+        let e = self.entries.get(key)?;
+        if exited.saturating_duration_since(e.last_failure) > self.reset_after {
+            return None;
+        }
+        let ready_at = exited + e.delay;
+        (ready_at > now).then_some(ready_at)
+    }
+
     /// The current delay of `key` (what a CrashLoopBackOff message shows).
     pub fn delay(&self, key: &str) -> Option<Duration> {
         self.entries.get(key).map(|e| e.delay)
@@ -117,6 +130,25 @@ mod tests {
         assert_eq!(b.until("c", t0 + S(3)), Some(t0 + S(10)));
         assert_eq!(b.until("c", t0 + S(10)), None);
         assert_eq!(b.until("other", t0), None);
+    }
+
+    #[test]
+    fn until_since_counts_from_the_exit() {
+        let mut b = Backoff::crash_loop();
+        let t0 = Instant::now();
+        assert_eq!(
+            b.until_since("c", t0, t0),
+            None,
+            "first exit: restart at once"
+        );
+        b.fail("c", t0);
+        // Restarted at t0; it ran 15 s and exited at t0+15: wait 10 s from the exit.
+        assert_eq!(b.until_since("c", t0 + S(15), t0 + S(16)), Some(t0 + S(25)));
+        assert_eq!(b.until_since("c", t0 + S(15), t0 + S(25)), None);
+        b.fail("c", t0 + S(15));
+        assert_eq!(b.until_since("c", t0 + S(16), t0 + S(17)), Some(t0 + S(36)));
+        // Ran cleanly for longer than the reset time: no back-off.
+        assert_eq!(b.until_since("c", t0 + S(15) + S(601), t0 + S(700)), None);
     }
 
     #[test]

@@ -234,8 +234,9 @@ impl Worker {
                 self.pod.spec.containers.get(s.index)
             };
             let Some(c) = c.cloned() else { continue };
+            let exited_at = observed.latest(&c.name).map_or(0, |o| o.finished_at);
             if self
-                .start_container(&c, s, &sandbox_id, &sandbox_cfg, &pod_ip)
+                .start_container(&c, s, &sandbox_id, &sandbox_cfg, &pod_ip, exited_at)
                 .await
             {
                 acted = true;
@@ -320,11 +321,13 @@ impl Worker {
         sandbox_id: &str,
         sandbox_cfg: &pb::PodSandboxConfig,
         pod_ip: &str,
+        exited_at: i64,
     ) -> bool {
         let key = format!("{}/{}", self.pod.metadata.uid, c.name);
         let now = Instant::now();
         if matches!(s.reason, StartReason::Exited { .. }) {
-            if let Some(until) = self.crash.until(&key, now) {
+            let exited = instant_of(exited_at, now);
+            if let Some(until) = self.crash.until_since(&key, exited, now) {
                 let delay = self.crash.delay(&key).unwrap_or_default();
                 let m = &self.pod.metadata;
                 let message = format!(
@@ -345,7 +348,7 @@ impl Worker {
                 self.wake_no_later_than(until);
                 return false;
             }
-            self.crash.fail(&key, now);
+            self.crash.fail(&key, exited);
         }
         let ensured = match image::ensure(&self.ctx, &self.pod, c, &mut self.pulls).await {
             Ok(e) => e,
@@ -537,4 +540,20 @@ impl Worker {
         }
         log::info!("pod {ns}/{name}: deleted");
     }
+}
+
+/// The monotonic instant of a runtime timestamp (nanoseconds since the epoch); `now`
+/// for 0 (unknown) or a time in the future.
+fn instant_of(unix_nanos: i64, now: Instant) -> Instant {
+    let Ok(nanos) = u64::try_from(unix_nanos) else {
+        return now;
+    };
+    if nanos == 0 {
+        return now;
+    }
+    let wall = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let ago = wall.saturating_sub(Duration::from_nanos(nanos));
+    now.checked_sub(ago).unwrap_or(now)
 }
