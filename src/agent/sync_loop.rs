@@ -132,7 +132,12 @@ impl SyncLoop {
                     w.pod = pod.clone();
                     let _ = w.tx.try_send(Msg::Update(Box::new(pod)));
                 }
-                Some(_) => {}
+                // Something else in the store changed (a configMap or secret, maybe one
+                // this pod projects or reads env from): let the worker sync, which
+                // rewrites changed projected files (a no-op otherwise).
+                Some(w) => {
+                    let _ = w.tx.try_send(Msg::Wake);
+                }
                 None => {
                     log::info!(
                         "pod {}/{}: added (uid {uid})",
