@@ -1,0 +1,419 @@
+//! Support for the agent's end-to-end tests: a "node" (a tinylet config and state
+//! directory on a private containerd of the harness), the agent `tinylet run` as a child
+//! process, the CLI (`apply`, `get pod -o json`, `delete`, `exec`) and a CRI client to
+//! look at the runtime directly. Every wait polls with a deadline; a timeout panics with
+//! what was last seen and the tail of the agent's log.
+//!
+//! The agent process is killed when its [`Node`] is dropped, and (PR_SET_PDEATHSIG) when
+//! the thread that started it ends, so a failing test never leaves an agent behind.
+#![allow(dead_code)]
+
+use crate::common::Containerd;
+use serde_json::{json, Value};
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+use tinylet::cri::{pb, Channel, RuntimeClient};
+
+/// The namespace of every test pod.
+pub const NS: &str = "e2e";
+
+/// A tinylet node on one containerd: config file, state dirs, the agent process.
+pub struct Node {
+    pub dir: PathBuf,
+    pub config: PathBuf,
+    endpoint: String,
+    test_image: String,
+    agent: Mutex<Option<Child>>,
+}
+
+impl Node {
+    /// Writes the config of a node named `name` in the instance directory of `c`
+    /// (removed with the instance). The agent is not started.
+    pub fn new(c: &Containerd, name: &str) -> Node {
+        let dir = c.dir().join(format!("node-{name}"));
+        std::fs::create_dir_all(dir.join("host")).unwrap();
+        let config = dir.join("config.json");
+        let cfg = json!({
+            "nodeName": format!("node-{name}"),
+            "runtimeEndpoint": c.endpoint(),
+            "stateDir": dir.join("state"),
+            "manifestDirs": [],
+            "podLogsDir": dir.join("logs"),
+            "podsDir": dir.join("pods"),
+            "plegPeriod": "500ms",
+            "runtimeRequestTimeout": "30s",
+            "imagePullTimeout": "60s",
+            "sandboxImage": c.sandbox_image(),
+            "allowedHostPaths": [dir.join("host")],
+            "logLevel": "info",
+        });
+        std::fs::write(&config, serde_json::to_vec_pretty(&cfg).unwrap()).unwrap();
+        Node {
+            dir,
+            config,
+            endpoint: c.endpoint(),
+            test_image: c.test_image().to_string(),
+            agent: Mutex::new(None),
+        }
+    }
+
+    /// The busybox image of the instance.
+    pub fn image(&self) -> &str {
+        &self.test_image
+    }
+
+    /// The directory hostPath volumes may use.
+    pub fn host_dir(&self) -> PathBuf {
+        self.dir.join("host")
+    }
+
+    pub fn agent_log_path(&self) -> PathBuf {
+        self.dir.join("agent.log")
+    }
+
+    /// Starts `tinylet run` (its stderr appended to agent.log). Panics if one runs.
+    pub fn start_agent(&self) {
+        let mut slot = self.agent.lock().unwrap();
+        assert!(slot.is_none(), "the agent already runs");
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.agent_log_path())
+            .unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tinylet"));
+        cmd.arg("run")
+            .arg("--config")
+            .arg(&self.config)
+            .env("RUST_LOG", "tinylet=debug")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log);
+        // SAFETY: only an async-signal-safe prctl between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                rustix::process::set_parent_process_death_signal(Some(
+                    rustix::process::Signal::KILL,
+                ))
+                .map_err(std::io::Error::from)
+            });
+        }
+        *slot = Some(cmd.spawn().expect("spawning tinylet run"));
+    }
+
+    /// SIGKILLs the agent (as a crash or power cut would) and reaps it.
+    pub fn kill_agent(&self) {
+        if let Some(mut child) = self.agent.lock().unwrap().take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Asserts the agent is still running (it must never exit on its own).
+    pub fn assert_agent_alive(&self) {
+        let mut slot = self.agent.lock().unwrap();
+        if let Some(child) = slot.as_mut() {
+            if let Ok(Some(st)) = child.try_wait() {
+                panic!("the agent exited ({st}):\n{}", self.agent_log_tail());
+            }
+        }
+    }
+
+    /// The last 60 lines of the agent's log.
+    pub fn agent_log_tail(&self) -> String {
+        let text = std::fs::read_to_string(self.agent_log_path()).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(60)..].join("\n")
+    }
+
+    /// Runs `tinylet CMD --config CONFIG ARGS...` (the option before the arguments: after
+    /// `--` it would belong to the command `exec` runs).
+    pub fn tinylet(&self, args: &[&str]) -> Output {
+        let (cmd, rest) = args.split_first().expect("a tinylet subcommand");
+        Command::new(env!("CARGO_BIN_EXE_tinylet"))
+            .arg(cmd)
+            .arg("--config")
+            .arg(&self.config)
+            .args(rest)
+            .output()
+            .expect("running tinylet")
+    }
+
+    /// Same, panicking with stderr unless it exits 0; returns stdout.
+    pub fn tinylet_ok(&self, args: &[&str]) -> String {
+        let out = self.tinylet(args);
+        assert!(
+            out.status.success(),
+            "tinylet {args:?} failed ({}): {}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// `tinylet apply -f` of one object.
+    pub fn apply(&self, object: &Value) {
+        let name = object["metadata"]["name"].as_str().unwrap_or("obj");
+        let kind = object["kind"].as_str().unwrap_or("Obj");
+        let dir = self.dir.join("manifests");
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join(format!("{kind}-{name}.json"));
+        std::fs::write(&file, serde_json::to_vec_pretty(object).unwrap()).unwrap();
+        self.tinylet_ok(&["apply", "-f", file.to_str().unwrap()]);
+    }
+
+    /// `tinylet delete pod NS/NAME`.
+    pub fn delete_pod(&self, name: &str) {
+        self.tinylet_ok(&["delete", "pod", &format!("{NS}/{name}")]);
+    }
+
+    /// `tinylet get pod NS/NAME -o json`; None when it does not exist.
+    pub fn pod(&self, name: &str) -> Option<Value> {
+        let out = self.tinylet(&["get", "pod", &format!("{NS}/{name}"), "-o", "json"]);
+        if !out.status.success() {
+            return None;
+        }
+        serde_json::from_slice(&out.stdout).ok()
+    }
+
+    /// The pod's uid (assigned by the store on apply).
+    pub fn uid(&self, name: &str) -> String {
+        let pod = self
+            .pod(name)
+            .unwrap_or_else(|| panic!("pod {name} not in the store"));
+        pod["metadata"]["uid"].as_str().unwrap().to_string()
+    }
+
+    /// Polls the pod until `pred` holds on it (with its status); returns it.
+    pub fn wait_pod(
+        &self,
+        name: &str,
+        what: &str,
+        timeout: Duration,
+        pred: impl Fn(&Value) -> bool,
+    ) -> Value {
+        let deadline = Instant::now() + timeout;
+        let mut last = Value::Null;
+        loop {
+            if let Some(p) = self.pod(name) {
+                if pred(&p) {
+                    return p;
+                }
+                last = p;
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "pod {name}: not {what} within {timeout:?}; last seen status:\n{}\n\
+                     agent log:\n{}",
+                    serde_json::to_string_pretty(&last["status"]).unwrap(),
+                    self.agent_log_tail()
+                );
+            }
+            self.assert_agent_alive();
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// Waits until the pod is Running with every container running and Ready True.
+    pub fn wait_running(&self, name: &str, timeout: Duration) -> Value {
+        self.wait_pod(name, "Running and Ready", timeout, is_running_ready)
+    }
+
+    /// `tinylet exec NS/NAME -c C -- CMD...`: (exit code, stdout, stderr).
+    pub fn exec(&self, name: &str, container: &str, cmd: &[&str]) -> (i32, String, String) {
+        let target = format!("{NS}/{name}");
+        let mut args = vec!["exec", target.as_str(), "-c", container, "--"];
+        args.extend_from_slice(cmd);
+        let out = self.tinylet(&args);
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    /// Runs `cmd` in the container until its stdout satisfies `pred`; returns stdout.
+    pub fn wait_exec(
+        &self,
+        name: &str,
+        container: &str,
+        cmd: &[&str],
+        timeout: Duration,
+        pred: impl Fn(&str) -> bool,
+    ) -> String {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let (code, out, err) = self.exec(name, container, cmd);
+            if code == 0 && pred(&out) {
+                return out;
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "exec {cmd:?} in {name}/{container}: exit {code}, stdout {out:?}, \
+                     stderr {err:?} (not as expected within {timeout:?})\nagent log:\n{}",
+                    self.agent_log_tail()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+
+    /// A CRI client on this node's runtime.
+    pub fn cri(&self) -> Cri {
+        Cri {
+            rc: RuntimeClient::new(
+                Channel::new(&self.endpoint).unwrap(),
+                Duration::from_secs(30),
+            ),
+        }
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        self.kill_agent();
+    }
+}
+
+/// The runtime seen directly through tinylet's CRI client.
+pub struct Cri {
+    rc: RuntimeClient,
+}
+
+impl Cri {
+    /// The sandboxes of pod `uid` (any state).
+    pub fn sandboxes(&self, uid: &str) -> Vec<pb::PodSandbox> {
+        let filter = pb::PodSandboxFilter {
+            label_selector: [("io.kubernetes.pod.uid".to_string(), uid.to_string())].into(),
+            ..Default::default()
+        };
+        tinylet::rt::block_on(self.rc.list_pod_sandbox(Some(filter))).expect("ListPodSandbox")
+    }
+
+    /// The containers of pod `uid` (any state).
+    pub fn containers(&self, uid: &str) -> Vec<pb::Container> {
+        let filter = pb::ContainerFilter {
+            label_selector: [("io.kubernetes.pod.uid".to_string(), uid.to_string())].into(),
+            ..Default::default()
+        };
+        tinylet::rt::block_on(self.rc.list_containers(Some(filter))).expect("ListContainers")
+    }
+
+    /// One container's status (finished_at, exit code, ...).
+    pub fn container_status(&self, id: &str) -> pb::ContainerStatus {
+        tinylet::rt::block_on(self.rc.container_status(id)).expect("ContainerStatus")
+    }
+
+    /// Every sandbox on the runtime.
+    pub fn all_sandboxes(&self) -> Vec<pb::PodSandbox> {
+        tinylet::rt::block_on(self.rc.list_pod_sandbox(None)).expect("ListPodSandbox")
+    }
+}
+
+/// Is the sandbox READY?
+pub fn sandbox_ready(s: &pb::PodSandbox) -> bool {
+    s.state == pb::PodSandboxState::SandboxReady as i32
+}
+
+/// Is the container RUNNING?
+pub fn container_running(c: &pb::Container) -> bool {
+    c.state == pb::ContainerState::ContainerRunning as i32
+}
+
+/// A pod manifest in namespace [`NS`] with `spec` merged over restartPolicy Always and
+/// a 2 s grace period (tests stay quick; the grace test sets its own).
+pub fn pod(name: &str, spec: Value) -> Value {
+    let mut full = json!({
+        "restartPolicy": "Always",
+        "terminationGracePeriodSeconds": 2,
+    });
+    if let (Some(base), Value::Object(extra)) = (full.as_object_mut(), spec) {
+        base.extend(extra);
+    }
+    json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": full,
+    })
+}
+
+/// A busybox container running `sh -c SCRIPT`.
+pub fn sh(name: &str, image: &str, script: &str) -> Value {
+    json!({
+        "name": name,
+        "image": image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["sh", "-c", script],
+    })
+}
+
+/// The pod's phase.
+pub fn phase(p: &Value) -> &str {
+    p["status"]["phase"].as_str().unwrap_or("")
+}
+
+/// The status of container `name` (app or init).
+pub fn cstatus<'a>(p: &'a Value, name: &str) -> &'a Value {
+    for list in ["containerStatuses", "initContainerStatuses"] {
+        if let Some(items) = p["status"][list].as_array() {
+            if let Some(c) = items.iter().find(|c| c["name"] == name) {
+                return c;
+            }
+        }
+    }
+    &Value::Null
+}
+
+/// A condition's status ("True"/"False"), "" when absent.
+pub fn condition<'a>(p: &'a Value, kind: &str) -> &'a str {
+    p["status"]["conditions"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["type"] == kind))
+        .and_then(|c| c["status"].as_str())
+        .unwrap_or("")
+}
+
+/// Running phase, Ready True and every app container running.
+pub fn is_running_ready(p: &Value) -> bool {
+    let all_running = p["status"]["containerStatuses"]
+        .as_array()
+        .is_some_and(|cs| !cs.is_empty() && cs.iter().all(|c| c["state"]["running"].is_object()));
+    phase(p) == "Running" && condition(p, "Ready") == "True" && all_running
+}
+
+/// The restart count of container `name`.
+pub fn restarts(p: &Value, name: &str) -> i64 {
+    cstatus(p, name)["restartCount"].as_i64().unwrap_or(-1)
+}
+
+/// The container id (without the runtime prefix) in container `name`'s status.
+pub fn container_id(p: &Value, name: &str) -> String {
+    let id = cstatus(p, name)["containerID"].as_str().unwrap_or("");
+    id.rsplit("://").next().unwrap_or("").to_string()
+}
+
+/// Waits until `f` returns Some, polling every 200 ms; panics with `what` on timeout.
+pub fn wait_for<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?}: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// A file the test may share between runs of a node: `dir/name` with `text`.
+pub fn write_file(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
