@@ -360,12 +360,21 @@ impl Worker {
                     w.reason,
                     w.message
                 );
+                let fresh_failure = w.reason == "ErrImagePull";
                 self.waiting.insert(c.name.clone(), w);
-                let until = self.pulls.until(
-                    &format!("{}/{}", self.pod.metadata.uid, c.image),
-                    Instant::now(),
-                );
-                self.wake_no_later_than(until.unwrap_or_else(|| Instant::now() + CONFIG_RETRY));
+                let now = Instant::now();
+                let until = self
+                    .pulls
+                    .until(&format!("{}/{}", self.pod.metadata.uid, c.image), now);
+                // A fresh failure shows as ErrImagePull; look again shortly so that the
+                // status then says ImagePullBackOff while the back-off lasts (kubelet's
+                // pod resync does the same), instead of sleeping through it.
+                let next = match until {
+                    Some(u) if fresh_failure => u.min(now + RETRY),
+                    Some(u) => u,
+                    None => now + CONFIG_RETRY,
+                };
+                self.wake_no_later_than(next);
                 return false;
             }
         };
