@@ -1,0 +1,435 @@
+//! `make bench`, agent part (`make bench-agent`): the release binary's `tinylet run`
+//! against a private containerd (tests/harness), measured from outside as an operator
+//! would see it, beside the project's targets.
+//!
+//! Phases, in order (one agent process throughout, `plegPeriod: 1s`):
+//! 1. The runtime alone: the agent's CRI calls for one pod (RunPodSandbox, ImageStatus,
+//!    CreateContainer, StartContainer, configs from the agent's own builders) issued
+//!    directly, 20 times (after 2 warm-ups); then removed again.
+//! 2. Agent idle with 0 pods: VmHWM / VmRSS.
+//! 3. 20 pods applied one at a time: time from `tinylet apply` returning to the status
+//!    file showing Running with the container running (polled every 2 ms). RSS at 10
+//!    and (after 30 more applied at once) at 50 running pods.
+//! 4. 50 pods idle for TINYLET_BENCH_IDLE_SECS (default 60): CPU time (utime + stime),
+//!    threads, and every file in the state directory created/changed/removed.
+//! 5. 5 pods whose container exits after ~1 s: time from the exit (finished_at) to the
+//!    restarted container's created_at, from ContainerStatus.
+//!
+//! Binary sizes: target/release/tinylet (x86_64) and target/cross/TRIPLE/release/tinylet
+//! (`make static`); TINYLET_BENCH_STATIC_BUILT lists the ARM targets the make target
+//! built this run (others print "not built"). TINYLET_BIN overrides the agent binary.
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+#[path = "agent/direct.rs"]
+mod direct;
+#[path = "agent/node.rs"]
+mod node;
+#[path = "agent/procfs.rs"]
+mod procfs;
+
+use common::Containerd;
+use node::Node;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use tinylet::config::Config;
+use tinylet::cri::CriClient;
+use tinylet::kuberuntime::dns::parse_resolv_conf;
+use tinylet::rt;
+
+const PLEG: Duration = Duration::from_secs(1);
+const SETTLE: Duration = Duration::from_secs(3);
+const LATENCY_PODS: usize = 20;
+const TOTAL_PODS: usize = 50;
+const CRASH_PODS: usize = 5;
+const ARM_TARGETS: [&str; 2] = [
+    "aarch64-unknown-linux-musl",
+    "armv7-unknown-linux-musleabihf",
+];
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// Memory of the agent at one pod count, KiB.
+struct Mem {
+    pods: usize,
+    hwm: u64,
+    rss: u64,
+    /// Of `rss`: heap and stacks; the rest is mapped files (binary, libc).
+    anon: u64,
+}
+
+/// A binary's size in bytes and whether it is stripped, or why it is not there.
+type Size = Result<(u64, bool), String>;
+
+/// Everything the table shows.
+#[derive(Default)]
+struct Report {
+    runtime: String,
+    sizes: Vec<(String, Size)>,
+    mem: Vec<Mem>,
+    window: Duration,
+    cpu: Duration,
+    threads: (usize, Vec<String>),
+    writes: (Vec<PathBuf>, u64),
+    apply: Vec<Duration>,
+    direct: Vec<Duration>,
+    restarts: Vec<Duration>,
+}
+
+fn main() {
+    // The instance lives in `run`, so it is torn down (Drop) before the exit code.
+    if let Err(e) = run() {
+        eprintln!("bench-agent: error: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<(), String> {
+    let window = Duration::from_secs(env_u64("TINYLET_BENCH_IDLE_SECS", 60)?);
+    let bin = agent_binary()?;
+    let mut r = Report {
+        sizes: sizes(&bin),
+        window,
+        ..Default::default()
+    };
+    let ctd = Containerd::start();
+    let cfg = Config {
+        runtime_endpoint: ctd.endpoint(),
+        ..Default::default()
+    };
+    let cri = CriClient::from_config(&cfg).map_err(|e| e.to_string())?;
+    let v = rt::block_on(cri.runtime.version()).map_err(|e| e.to_string())?;
+    r.runtime = format!("{} {}", v.runtime_name, v.runtime_version);
+    eprintln!("bench-agent: {}: direct CRI calls", r.runtime);
+    r.direct = direct_phase(&ctd, &cri)?;
+
+    let dir = ctd.dir().join("bench-agent");
+    let mut node = Node::new(
+        bin,
+        dir,
+        &ctd.endpoint(),
+        ctd.sandbox_image(),
+        ctd.test_image(),
+    )?;
+    let pid = node.start_agent()?;
+    node.wait_ready(Duration::from_secs(30))?;
+    std::thread::sleep(SETTLE);
+    r.mem.push(mem(pid, 0)?);
+    eprintln!("bench-agent: applying {LATENCY_PODS} pods one at a time");
+    let manifests = node.dir.join("manifests");
+    for i in 0..LATENCY_PODS {
+        r.apply.push(apply_and_wait(&node, &manifests, i)?);
+        if i + 1 == 10 {
+            std::thread::sleep(SETTLE);
+            r.mem.push(mem(pid, 10)?);
+        }
+    }
+    eprintln!(
+        "bench-agent: applying {} pods at once",
+        TOTAL_PODS - LATENCY_PODS
+    );
+    apply_bulk(
+        &node,
+        LATENCY_PODS..TOTAL_PODS,
+        &["sleep", "100000"],
+        "bulk",
+    )?;
+    std::thread::sleep(SETTLE);
+    r.mem.push(mem(pid, TOTAL_PODS)?);
+    eprintln!("bench-agent: {TOTAL_PODS} pods idle for {window:?}");
+    idle_window(&node, pid, &mut r)?;
+    eprintln!("bench-agent: {CRASH_PODS} pods exiting after 1 s");
+    r.restarts = restart_phase(&node, &cri)?;
+    drop(node);
+    print_report(&r);
+    Ok(())
+}
+
+/// The agent binary: TINYLET_BIN, else the release build of this checkout.
+fn agent_binary() -> Result<PathBuf, String> {
+    let bin = std::env::var_os("TINYLET_BIN").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/tinylet"),
+        PathBuf::from,
+    );
+    if !bin.is_file() {
+        return Err(format!(
+            "{}: no agent binary; run `cargo build --release` (make bench-agent does)",
+            bin.display()
+        ));
+    }
+    Ok(bin)
+}
+
+/// Size and strippedness of the x86_64 and ARM binaries.
+fn sizes(bin: &Path) -> Vec<(String, Size)> {
+    let mut out = vec![("x86_64".to_string(), elf_size(bin))];
+    let built = std::env::var("TINYLET_BENCH_STATIC_BUILT").ok();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for t in ARM_TARGETS {
+        let path = root.join("target/cross").join(t).join("release/tinylet");
+        let size = match &built {
+            Some(list) if !list.split_whitespace().any(|b| b == t) => {
+                Err("not built (no docker-less toolchain: cross/install-deps.sh)".into())
+            }
+            _ => elf_size(&path),
+        };
+        out.push((t.to_string(), size));
+    }
+    out
+}
+
+/// File size, and whether the ELF has no symbol table (stripped).
+fn elf_size(path: &Path) -> Size {
+    let bytes = std::fs::read(path).map_err(|_| format!("not built ({})", path.display()))?;
+    let stripped = !bytes.windows(8).any(|w| w == b".symtab\0");
+    Ok((bytes.len() as u64, stripped))
+}
+
+fn mem(pid: u32, pods: usize) -> Result<Mem, String> {
+    Ok(Mem {
+        pods,
+        hwm: procfs::vm_kib(pid, "VmHWM:")?,
+        rss: procfs::vm_kib(pid, "VmRSS:")?,
+        anon: procfs::vm_kib(pid, "RssAnon:")?,
+    })
+}
+
+/// The runtime's own time for the agent's calls, per pod; the pods are removed after.
+fn direct_phase(ctd: &Containerd, cri: &CriClient) -> Result<Vec<Duration>, String> {
+    let resolv =
+        parse_resolv_conf(&std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default());
+    let dir = ctd.dir().join("bench-direct");
+    rt::block_on(async {
+        let mut times = Vec::new();
+        let mut sandboxes = Vec::new();
+        for i in 0..LATENCY_PODS + 2 {
+            let name = format!("direct-{i:02}");
+            let manifest = node::pod_manifest(&name, ctd.test_image(), &["sleep", "100000"]);
+            let uid = format!("bench-direct-uid-{i}");
+            let (t, sb) = direct::start_pod(cri, &manifest, &uid, &dir, &resolv).await?;
+            sandboxes.push(sb);
+            if i >= 2 {
+                times.push(t);
+            }
+        }
+        direct::remove_sandboxes(cri, &sandboxes).await?;
+        Ok(times)
+    })
+}
+
+/// Applies pod `i` and times apply-returned -> Running in its status file.
+fn apply_and_wait(node: &Node, dir: &Path, i: usize) -> Result<Duration, String> {
+    let name = format!("pod-{i:02}");
+    let path = node.write_pod(dir, &name, &["sleep", "100000"])?;
+    node.apply(&path)?;
+    let t0 = Instant::now();
+    while !node.is_running(&name) {
+        if t0.elapsed() > Duration::from_secs(60) {
+            return Err(format!(
+                "{name} not Running after 60 s\n{}",
+                node.log_tail()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    Ok(t0.elapsed())
+}
+
+/// Applies pods `range` with one `tinylet apply -f DIR` and waits until all run.
+fn apply_bulk(
+    node: &Node,
+    range: std::ops::Range<usize>,
+    command: &[&str],
+    sub: &str,
+) -> Result<Vec<String>, String> {
+    let dir = node.dir.join(sub);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut names = Vec::new();
+    for i in range {
+        let name = format!("{sub}-{i:02}");
+        node.write_pod(&dir, &name, command)?;
+        names.push(name);
+    }
+    node.apply(&dir)?;
+    node.wait_running(&names, Duration::from_millis(20))?;
+    Ok(names)
+}
+
+/// CPU, threads and state-dir writes over the idle window.
+fn idle_window(node: &Node, pid: u32, r: &mut Report) -> Result<(), String> {
+    let before = procfs::snapshot(&node.state_dir);
+    let cpu0 = procfs::cpu_time(pid)?;
+    let t0 = Instant::now();
+    let mut threads = procfs::threads(pid)?;
+    while t0.elapsed() < r.window {
+        std::thread::sleep(Duration::from_secs(1).min(r.window));
+        let now = procfs::threads(pid)?;
+        if now.0 > threads.0 {
+            threads = now;
+        }
+    }
+    r.cpu = procfs::cpu_time(pid)?.saturating_sub(cpu0);
+    r.window = t0.elapsed();
+    r.threads = threads;
+    r.writes = procfs::writes(&before, &procfs::snapshot(&node.state_dir));
+    Ok(())
+}
+
+/// First-restart delays of pods whose container exits after about a second.
+fn restart_phase(node: &Node, cri: &CriClient) -> Result<Vec<Duration>, String> {
+    let dir = node.dir.join("crash");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut names = Vec::new();
+    for i in 0..CRASH_PODS {
+        let name = format!("crash-{i}");
+        node.write_pod(&dir, &name, &["sh", "-c", "sleep 1; exit 1"])?;
+        names.push(name);
+    }
+    node.apply(&dir)?;
+    let until = Instant::now() + Duration::from_secs(30);
+    let mut delays = Vec::new();
+    while !names.is_empty() {
+        if Instant::now() > until {
+            return Err(format!(
+                "no restart of {names:?} within 30 s\n{}",
+                node.log_tail()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        let mut left = Vec::new();
+        for name in names {
+            match rt::block_on(direct::first_restart_delay(cri, &name))? {
+                Some(d) => delays.push(d),
+                None => left.push(name),
+            }
+        }
+        names = left;
+    }
+    Ok(delays)
+}
+
+/// Nearest-rank percentile of `v` (sorted here).
+fn pct(v: &[Duration], p: usize) -> Duration {
+    let mut s = v.to_vec();
+    s.sort_unstable();
+    let rank = (s.len() * p).div_ceil(100).max(1);
+    s.get(rank - 1).copied().unwrap_or_default()
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1e3)
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok {
+        "ok"
+    } else {
+        "MISS"
+    }
+}
+
+fn print_report(r: &Report) {
+    println!(
+        "\ntinylet agent bench: {}, plegPeriod {:?}, idle window {:.0} s",
+        r.runtime,
+        PLEG,
+        r.window.as_secs_f64()
+    );
+    let row = |m: &str, v: String, t: &str, ok: &str| {
+        println!("{m:<40} {v:>24}  {t:<28} {ok}");
+    };
+    row("metric", "value".into(), "target", "");
+    for (t, s) in &r.sizes {
+        let limit = if t.starts_with("aarch64") {
+            "<= 1.50 MiB"
+        } else {
+            "-"
+        };
+        match s {
+            Ok((n, stripped)) => {
+                let v = format!("{:.2} MiB ({n} B)", *n as f64 / MIB);
+                let ok = *stripped && (limit == "-" || (*n as f64) <= 1.5 * MIB);
+                let what = if *stripped {
+                    "stripped"
+                } else {
+                    "NOT stripped"
+                };
+                row(&format!("binary {t} ({what})"), v, limit, verdict(ok));
+            }
+            Err(e) => row(&format!("binary {t}"), "-".into(), limit, e),
+        }
+    }
+    for m in &r.mem {
+        let target = if m.pods == TOTAL_PODS { 4.0 } else { 2.5 };
+        let mib = |k: u64| k as f64 / 1024.0;
+        row(
+            &format!("RSS peak/now (now anon), {} pods", m.pods),
+            format!(
+                "{:.2} / {:.2} ({:.2}) MiB",
+                mib(m.hwm),
+                mib(m.rss),
+                mib(m.anon)
+            ),
+            &format!("peak <= {target} MiB"),
+            verdict(mib(m.hwm) <= target),
+        );
+    }
+    let cpu_pct = r.cpu.as_secs_f64() / r.window.as_secs_f64().max(1e-9) * 100.0;
+    row(
+        &format!("CPU idle, {TOTAL_PODS} pods"),
+        format!("{cpu_pct:.3} % ({} ms)", r.cpu.as_millis()),
+        "<= 0.2 % of one core",
+        verdict(cpu_pct <= 0.2),
+    );
+    row(
+        "threads (max seen in the window)",
+        format!("{} ({})", r.threads.0, r.threads.1.join(", ")),
+        "2",
+        verdict(r.threads.0 == 2),
+    );
+    let (files, bytes) = &r.writes;
+    row(
+        "state-dir writes in the window",
+        format!("{} files, {bytes} B", files.len()),
+        "0",
+        verdict(files.is_empty()),
+    );
+    for f in files {
+        println!("  changed: {}", f.display());
+    }
+    let (a50, a99, d50, d99) = (
+        pct(&r.apply, 50),
+        pct(&r.apply, 99),
+        pct(&r.direct, 50),
+        pct(&r.direct, 99),
+    );
+    let slack = Duration::from_millis(20);
+    row(
+        &format!("apply->Running p50/p99 ({} pods)", r.apply.len()),
+        format!("{} / {}", ms(a50), ms(a99)),
+        "<= direct + 20 ms",
+        verdict(a50 <= d50 + slack && a99 <= d99 + slack),
+    );
+    row(
+        &format!("  direct CRI calls p50/p99 ({} pods)", r.direct.len()),
+        format!("{} / {}", ms(d50), ms(d99)),
+        "",
+        "",
+    );
+    let max = r.restarts.iter().max().copied().unwrap_or_default();
+    row(
+        &format!("first restart p50/max ({} pods)", r.restarts.len()),
+        format!("{} / {}", ms(pct(&r.restarts, 50)), ms(max)),
+        &format!("<= plegPeriod {} + 100 ms", ms(PLEG)),
+        verdict(max <= PLEG + Duration::from_millis(100)),
+    );
+}
+
+fn env_u64(key: &str, default: u64) -> Result<u64, String> {
+    match std::env::var(key) {
+        Ok(v) => v
+            .parse()
+            .map_err(|_| format!("{key}={v:?}: expected a number")),
+        Err(_) => Ok(default),
+    }
+}

@@ -1,0 +1,208 @@
+//! The node under bench: a tinylet config and state directory inside a private
+//! containerd instance, the release binary's `tinylet run` as a child process, and the
+//! CLI (`tinylet apply`) as the operator would use it.
+
+use serde_json::{json, Value};
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Namespace of every bench pod.
+pub const NS: &str = "bench";
+
+pub struct Node {
+    pub bin: PathBuf,
+    pub dir: PathBuf,
+    pub config: PathBuf,
+    pub state_dir: PathBuf,
+    pub image: String,
+    agent: Option<Child>,
+}
+
+impl Node {
+    /// Writes the config (plegPeriod 1s) under `dir`; the agent is not started.
+    pub fn new(
+        bin: PathBuf,
+        dir: PathBuf,
+        endpoint: &str,
+        sandbox_image: &str,
+        image: &str,
+    ) -> Result<Node, String> {
+        let io = |e: std::io::Error| format!("{}: {e}", dir.display());
+        std::fs::create_dir_all(dir.join("manifests")).map_err(io)?;
+        let state_dir = dir.join("state");
+        let cfg = json!({
+            "nodeName": "bench-node",
+            "runtimeEndpoint": endpoint,
+            "stateDir": state_dir,
+            "manifestDirs": [],
+            "podLogsDir": dir.join("logs"),
+            "podsDir": dir.join("pods"),
+            "plegPeriod": "1s",
+            "runtimeRequestTimeout": "30s",
+            "imagePullTimeout": "60s",
+            "sandboxImage": sandbox_image,
+            "logLevel": "info",
+        });
+        let config = dir.join("config.json");
+        std::fs::write(&config, cfg.to_string()).map_err(io)?;
+        Ok(Node {
+            bin,
+            dir,
+            config,
+            state_dir,
+            image: image.to_string(),
+            agent: None,
+        })
+    }
+
+    fn agent_log(&self) -> PathBuf {
+        self.dir.join("agent.log")
+    }
+
+    /// Starts `tinylet run`, its log in agent.log; the kernel kills it if we die.
+    pub fn start_agent(&mut self) -> Result<u32, String> {
+        let log = std::fs::File::create(self.agent_log()).map_err(|e| e.to_string())?;
+        let mut cmd = Command::new(&self.bin);
+        cmd.args(["run", "--config"])
+            .arg(&self.config)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log);
+        // SAFETY: only an async-signal-safe prctl between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                rustix::process::set_parent_process_death_signal(Some(
+                    rustix::process::Signal::KILL,
+                ))
+                .map_err(std::io::Error::from)
+            });
+        }
+        let child = cmd
+            .spawn()
+            .map_err(|e| format!("{}: {e}", self.bin.display()))?;
+        let pid = child.id();
+        self.agent = Some(child);
+        Ok(pid)
+    }
+
+    /// Waits for the agent's "first relist done" log line.
+    pub fn wait_ready(&self, timeout: Duration) -> Result<(), String> {
+        let until = Instant::now() + timeout;
+        while Instant::now() < until {
+            let log = std::fs::read_to_string(self.agent_log()).unwrap_or_default();
+            if log.contains("first relist done") {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Err(format!(
+            "agent not ready after {timeout:?}:\n{}",
+            self.log_tail()
+        ))
+    }
+
+    /// The last lines of the agent's log, for error messages.
+    pub fn log_tail(&self) -> String {
+        let log = std::fs::read_to_string(self.agent_log()).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        lines[lines.len().saturating_sub(20)..].join("\n")
+    }
+
+    /// Writes the manifest of pod `name` running `command` to `dir` (not applied).
+    pub fn write_pod(&self, dir: &Path, name: &str, command: &[&str]) -> Result<PathBuf, String> {
+        let path = dir.join(format!("{name}.json"));
+        let pod = pod_manifest(name, &self.image, command);
+        std::fs::write(&path, pod.to_string()).map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(path)
+    }
+
+    /// `tinylet apply -f PATH` (a file or a directory).
+    pub fn apply(&self, path: &Path) -> Result<(), String> {
+        let out = Command::new(&self.bin)
+            .args(["apply", "--config"])
+            .arg(&self.config)
+            .arg("-f")
+            .arg(path)
+            .output()
+            .map_err(|e| format!("{}: {e}", self.bin.display()))?;
+        if !out.status.success() {
+            return Err(format!(
+                "tinylet apply -f {}: {}: {}",
+                path.display(),
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        Ok(())
+    }
+
+    fn status_path(&self, name: &str) -> PathBuf {
+        self.state_dir
+            .join("status")
+            .join(format!("{NS}_{name}.json"))
+    }
+
+    /// Whether pod `name`'s status file says Running with a running container.
+    pub fn is_running(&self, name: &str) -> bool {
+        let Ok(bytes) = std::fs::read(self.status_path(name)) else {
+            return false;
+        };
+        let Ok(v) = serde_json::from_slice::<Value>(&bytes) else {
+            return false;
+        };
+        v["phase"] == "Running"
+            && v["containerStatuses"]
+                .as_array()
+                .is_some_and(|cs| cs.iter().any(|c| c["state"]["running"].is_object()))
+    }
+
+    /// Polls the status files of `names` every `every` until all are Running.
+    pub fn wait_running(&self, names: &[String], every: Duration) -> Result<(), String> {
+        let until = Instant::now() + Duration::from_secs(60);
+        let mut left: Vec<&String> = names.iter().collect();
+        while !left.is_empty() {
+            if Instant::now() > until {
+                return Err(format!(
+                    "pods not Running after 60 s: {left:?}\n{}",
+                    self.log_tail()
+                ));
+            }
+            left.retain(|n| !self.is_running(n));
+            if !left.is_empty() {
+                std::thread::sleep(every);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.agent.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// A host-network busybox pod with one container `app` running `command`.
+pub fn pod_manifest(name: &str, image: &str, command: &[&str]) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {
+            "hostNetwork": true,
+            "restartPolicy": "Always",
+            "terminationGracePeriodSeconds": 1,
+            "containers": [{
+                "name": "app",
+                "image": image,
+                "imagePullPolicy": "IfNotPresent",
+                "command": command,
+            }],
+        },
+    })
+}

@@ -1,0 +1,27 @@
+# make bench-agent (part of make bench): the agent's numbers beside the project's
+# targets (benches/agent.rs; read its header for the phases). Builds the release binary
+# it runs, and the static ARM binaries whose size it reports (make static) when a static
+# toolchain is here: Docker + cross, or the docker-less one of cross/install-deps.sh.
+# Without one the ARM rows say "not built" instead of failing.
+#   TINYLET_BENCH_IDLE_SECS=10 make bench-agent    shorter idle window (default 60 s)
+.PHONY: bench-agent
+bench: bench-agent
+
+BENCH_ARM_TARGETS := aarch64-unknown-linux-musl armv7-unknown-linux-musleabihf
+
+# True when make static can build without installing anything (cross/build.sh's checks).
+BENCH_STATIC_TOOLCHAIN = { command -v cross && docker info; } >/dev/null 2>&1 || \
+	{ { command -v cargo-zigbuild || test -x /opt/tinylet-cross/bin/cargo-zigbuild; } && \
+	  test -x /usr/bin/rustc && test -d /usr/lib/rustlib/src/rust/library/std && \
+	  command -v qemu-aarch64-static && command -v qemu-arm-static && command -v file; } >/dev/null 2>&1
+
+bench-agent:
+	$(CARGO) build --release
+	@if $(BENCH_STATIC_TOOLCHAIN); then \
+		$(MAKE) --no-print-directory static TARGET="$(BENCH_ARM_TARGETS)" || exit 1; \
+		built="$(BENCH_ARM_TARGETS)"; \
+	else \
+		echo "bench-agent: no static toolchain (cross/install-deps.sh): ARM sizes not built"; \
+		built=""; \
+	fi; \
+	TINYLET_BENCH_STATIC_BUILT="$$built" $(CARGO) bench --bench agent
