@@ -15,8 +15,13 @@ BENCH_STATIC_TOOLCHAIN = { command -v cross && docker info; } >/dev/null 2>&1 ||
 	  test -x /usr/bin/rustc && test -d /usr/lib/rustlib/src/rust/library/std && \
 	  command -v qemu-aarch64-static && command -v qemu-arm-static && command -v file; } >/dev/null 2>&1
 
+# cargo bench rebuilds target/release/tinylet with the bench profile (opt-level 3), so
+# the agent runs from a copy of the release (size-optimised) build.
+BENCH_AGENT_BIN := $(CURDIR)/target/bench-agent/tinylet
+
 bench-agent:
 	$(CARGO) build --release
+	mkdir -p $(dir $(BENCH_AGENT_BIN)) && cp target/release/tinylet $(BENCH_AGENT_BIN)
 	@if $(BENCH_STATIC_TOOLCHAIN); then \
 		$(MAKE) --no-print-directory static TARGET="$(BENCH_ARM_TARGETS)" || exit 1; \
 		built="$(BENCH_ARM_TARGETS)"; \
@@ -24,4 +29,5 @@ bench-agent:
 		echo "bench-agent: no static toolchain (cross/install-deps.sh): ARM sizes not built"; \
 		built=""; \
 	fi; \
-	TINYLET_BENCH_STATIC_BUILT="$$built" $(CARGO) bench --bench agent
+	TINYLET_BIN=$(BENCH_AGENT_BIN) TINYLET_BENCH_STATIC_BUILT="$$built" \
+		$(CARGO) bench --bench agent
