@@ -77,6 +77,12 @@ struct Report {
 }
 
 fn main() {
+    // `cargo test --all-targets` runs bench targets too, without `--bench`: this bench
+    // needs the release agent and minutes of wall time, so it only runs as a bench.
+    if !std::env::args().any(|a| a == "--bench") {
+        println!("bench-agent: skipped outside `cargo bench` (run `make bench-agent`)");
+        return;
+    }
     // The instance lives in `run`, so it is torn down (Drop) before the exit code.
     if let Err(e) = run() {
         eprintln!("bench-agent: error: {e}");
