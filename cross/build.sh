@@ -137,7 +137,9 @@ unit_tests() {
 	zigbuild)
 		zigbuild_env "$t"
 		# `cargo zigbuild test` is not accepted; the binary itself takes `test`.
-		cargo-zigbuild test --locked --lib --target "$t" "${BUILD_STD[@]}"
+		# No debug info: it only slows the link (zig) and the std build; overflow checks
+		# stay on (dev profile).
+		CARGO_PROFILE_DEV_DEBUG=0 cargo-zigbuild test --locked --lib --target "$t" "${BUILD_STD[@]}"
 		;;
 	esac
 }
