@@ -49,6 +49,8 @@ impl Node {
             "sandboxImage": c.sandbox_image(),
             "allowedHostPaths": [dir.join("host")],
             "logLevel": "info",
+            // Keep dead containers: tests read the attempts' times from the runtime.
+            "containerGC": {"minAge": "10m"},
         });
         std::fs::write(&config, serde_json::to_vec_pretty(&cfg).unwrap()).unwrap();
         Node {
