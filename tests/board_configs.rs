@@ -245,3 +245,27 @@ fn state_dir_override_is_applied_and_checked() {
         "error: --state-dir: stateDir: must be an absolute path, got \"relative\"\n"
     );
 }
+
+#[test]
+fn a_reader_that_goes_away_is_not_a_crash() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("board-configs/rpi4-debian.json");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tinylet"))
+        .arg("check-config")
+        .arg(&file)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("tinylet runs");
+    // Close our end of stdout at once, like `| head -0`.
+    drop(child.stdout.take());
+    let status = child.wait().expect("wait");
+    let mut stderr = String::new();
+    let _ = child
+        .stderr
+        .take()
+        .map(|mut e| e.read_to_string(&mut stderr));
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}

@@ -22,8 +22,19 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
         cfg.validate()
             .map_err(|e| CliError::usage(format!("--state-dir: {}", e.0)))?;
     }
-    println!("{}", cfg.to_pretty_json());
-    Ok(())
+    print_json(&cfg.to_pretty_json())
+}
+
+/// Writes to stdout; a reader that went away (`check-config F | head`) is not an error,
+/// where `println!` would panic.
+fn print_json(text: &str) -> Result<(), CliError> {
+    use std::io::Write;
+    match writeln!(std::io::stdout().lock(), "{text}") {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(CliError::failed(format!("cannot write to stdout: {e}")))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// The file to check: the one positional argument, else `--config`.
