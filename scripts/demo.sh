@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# make demo / make demo-down: tinylet on a private containerd (the test harness) with an
+# example pod, left running for you to play with.
+#
+#   scripts/demo.sh up   [DIR]   deps (tests/harness/install-deps.sh, only when missing),
+#                                private containerd in DIR, release build, agent started in
+#                                the background with board-configs/x86_64-demo.json (its
+#                                /tmp/tinylet-dev paths moved to DIR), examples/pods/hello.json
+#                                applied, waits until Running, shows pods, page and logs
+#   scripts/demo.sh down [DIR]   stops the agent (pods stay in containerd's state) and tears
+#                                down the private containerd with everything in it
+#
+# DIR defaults to /tmp/tinylet-dev, the directory the board config names. Needs root.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+HARNESS=$ROOT/tests/harness
+ACTION=${1:-up}
+DIR=${2:-${DEMO_DIR:-/tmp/tinylet-dev}}
+CONFIG=$DIR/tinylet-demo.json
+BIN=${TINYLET_BIN:-$ROOT/target/release/tinylet}
+POD=default/hello
+
+say() { printf '\n== %s\n' "$*"; }
+die() { echo "demo: $*" >&2; exit 1; }
+
+tinylet() { "$BIN" "$@" --config "$CONFIG"; }
+
+stop_agent() {
+	local pid
+	[ -f "$DIR/agent.pid" ] || return 0
+	pid=$(cat "$DIR/agent.pid")
+	# Only our agent: the pid must still be a tinylet run with our config.
+	if tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "tinylet run --config $CONFIG"; then
+		kill "$pid"
+		for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	fi
+	rm -f "$DIR/agent.pid"
+}
+
+down() {
+	stop_agent
+	"$HARNESS/containerd.sh" down "$DIR"
+	echo "demo: stopped the agent and removed $DIR"
+}
+
+# The pod's phase from `get pod -o json` (no jq on a fresh machine: the first "phase").
+phase() {
+	tinylet get pod "$POD" -o json 2>/dev/null |
+		sed -n 's/^ *"phase": *"\([A-Za-z]*\)".*/\1/p' | head -n1
+}
+
+up() {
+	[ "$(id -u)" -eq 0 ] || die "must run as root (private containerd, CNI bridge)"
+	"$HARNESS/install-deps.sh"
+	say "private containerd in $DIR"
+	"$HARNESS/containerd.sh" up "$DIR"
+	say "building tinylet (release)"
+	(cd "$ROOT" && cargo build --release --quiet)
+	stop_agent
+	sed "s#/tmp/tinylet-dev#$DIR#g" "$ROOT/board-configs/x86_64-demo.json" >"$CONFIG"
+	"$BIN" check-config "$CONFIG" >/dev/null || die "config $CONFIG refused"
+	say "starting tinylet run --config $CONFIG (log: $DIR/agent.log)"
+	setsid "$BIN" run --config "$CONFIG" >>"$DIR/agent.log" 2>&1 </dev/null &
+	echo $! >"$DIR/agent.pid"
+	say "tinylet apply -f examples/pods/hello.json"
+	tinylet apply -f "$ROOT/examples/pods/hello.json"
+	local p=''
+	for _ in $(seq 120); do
+		p=$(phase)
+		[ "$p" = Running ] && break
+		kill -0 "$(cat "$DIR/agent.pid")" 2>/dev/null || die "the agent exited; see $DIR/agent.log"
+		sleep 0.25
+	done
+	[ "$p" = Running ] || die "pod $POD not Running within 30 s (phase '$p'); see $DIR/agent.log"
+	say "tinylet get pods -o wide"
+	tinylet get pods -o wide
+	say "the page it serves (tinylet exec $POD -- wget -qO- http://127.0.0.1:8080/)"
+	for _ in $(seq 20); do
+		tinylet exec "$POD" -- wget -qO- http://127.0.0.1:8080/ 2>/dev/null && break
+		sleep 0.25
+	done
+	say "its logs"
+	if "$BIN" help 2>&1 | grep -qw logs; then
+		tinylet logs "$POD"
+	else
+		cat "$DIR"/agent/pod-logs/default_hello_*/web/0.log
+	fi
+	cat <<-MSG
+
+	The demo keeps running: agent pid $(cat "$DIR/agent.pid"), containerd in $DIR.
+	  $BIN get pods --config $CONFIG
+	  $BIN exec $POD --config $CONFIG -- ps
+	  $BIN delete pod $POD --config $CONFIG
+	Stop everything with: make demo-down$([ "$DIR" = /tmp/tinylet-dev ] || echo " DEMO_DIR=$DIR")
+	MSG
+}
+
+case $ACTION in
+up) up ;;
+down) down ;;
+*) die "usage: $0 up|down [DIR]" ;;
+esac
