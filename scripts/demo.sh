@@ -24,7 +24,12 @@ POD=default/hello
 say() { printf '\n== %s\n' "$*"; }
 die() { echo "demo: $*" >&2; exit 1; }
 
-tinylet() { "$BIN" "$@" --config "$CONFIG"; }
+# `tinylet CMD ARGS...` with our config (before ARGS: after `--` it would belong to exec).
+tinylet() {
+	local cmd=$1
+	shift
+	"$BIN" "$cmd" --config "$CONFIG" "$@"
+}
 
 stop_agent() {
 	local pid
