@@ -9,13 +9,18 @@
 CARGO ?= cargo
 .DEFAULT_GOAL := build
 
-.PHONY: build test lint fmt
+.PHONY: build test test-deps lint fmt
 build:
 	$(CARGO) build --release
 
-# lint first: it is cheap and catches most mistakes before the slow tests run.
-test: lint
+# Packages the tests (and lint's shellcheck) need: containerd, runc, CNI, registry, ...;
+# installed only when missing, so this costs well under a second on a prepared machine.
+# Then lint: it is cheap and catches most mistakes before the slow tests run.
+test: test-deps lint
 	$(CARGO) test --all-targets -- --test-threads=2
+
+test-deps:
+	tests/harness/install-deps.sh
 
 lint:
 	$(CARGO) fmt --all -- --check
