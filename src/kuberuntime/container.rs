@@ -5,6 +5,7 @@
 
 use super::env::{container_env, expand, Objects, PodFacts};
 use super::resources::linux_resources;
+use super::sandbox::{namespace_options, supplemental_groups};
 use super::{hash, labels, volumes, SyncError};
 use crate::cri::pb;
 use crate::model::{Container, Pod};
@@ -103,9 +104,6 @@ pub fn container_config(
 fn security_context(pod: &Pod, c: &Container) -> pb::LinuxContainerSecurityContext {
     let psc = pod.spec.security_context.clone().unwrap_or_default();
     let csc = c.security_context.clone().unwrap_or_default();
-    let mode = |host: bool, otherwise: pb::NamespaceMode| if host { pb::NamespaceMode::Node } else { otherwise } as i32;
-    let mut groups = psc.supplemental_groups.clone();
-    groups.extend(psc.fs_group.filter(|g| !groups.contains(g)));
     let caps = csc.capabilities.clone().unwrap_or_default();
     pb::LinuxContainerSecurityContext {
         capabilities: Some(pb::Capability {
@@ -113,12 +111,7 @@ fn security_context(pod: &Pod, c: &Container) -> pb::LinuxContainerSecurityConte
             drop_capabilities: caps.drop,
         }),
         privileged: csc.privileged.unwrap_or(false),
-        namespace_options: Some(pb::NamespaceOption {
-            network: mode(pod.spec.host_network, pb::NamespaceMode::Pod),
-            pid: mode(pod.spec.host_pid, pb::NamespaceMode::Container),
-            ipc: mode(pod.spec.host_ipc, pb::NamespaceMode::Pod),
-            target_id: String::new(),
-        }),
+        namespace_options: Some(namespace_options(pod)),
         run_as_user: csc
             .run_as_user
             .or(psc.run_as_user)
@@ -128,7 +121,7 @@ fn security_context(pod: &Pod, c: &Container) -> pb::LinuxContainerSecurityConte
             .or(psc.run_as_group)
             .map(|value| pb::Int64Value { value }),
         readonly_rootfs: csc.read_only_root_filesystem.unwrap_or(false),
-        supplemental_groups: groups,
+        supplemental_groups: supplemental_groups(pod),
         // kubelet sets no_new_privs only when privilege escalation is explicitly denied.
         no_new_privs: csc.allow_privilege_escalation == Some(false),
         ..Default::default()

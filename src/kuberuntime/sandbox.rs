@@ -104,12 +104,31 @@ fn port_mappings(pod: &Pod) -> Vec<pb::PortMapping> {
         .collect()
 }
 
-fn linux_config(pod: &Pod) -> pb::LinuxPodSandboxConfig {
+/// The pod's namespace modes, shared by its sandbox and every container: the host's
+/// for hostNetwork/hostPID/hostIPC, else the pod's (the container's own for PID).
+pub fn namespace_options(pod: &Pod) -> pb::NamespaceOption {
     let spec = &pod.spec;
     let mode = |host: bool, otherwise: pb::NamespaceMode| if host { pb::NamespaceMode::Node } else { otherwise } as i32;
-    let psc = spec.security_context.clone().unwrap_or_default();
+    pb::NamespaceOption {
+        network: mode(spec.host_network, pb::NamespaceMode::Pod),
+        pid: mode(spec.host_pid, pb::NamespaceMode::Container),
+        ipc: mode(spec.host_ipc, pb::NamespaceMode::Pod),
+        target_id: String::new(),
+    }
+}
+
+/// `supplementalGroups` plus `fsGroup` (once) of the pod's security context.
+pub fn supplemental_groups(pod: &Pod) -> Vec<i64> {
+    let Some(psc) = &pod.spec.security_context else {
+        return Vec::new();
+    };
     let mut groups = psc.supplemental_groups.clone();
     groups.extend(psc.fs_group.filter(|g| !groups.contains(g)));
+    groups
+}
+
+fn linux_config(pod: &Pod) -> pb::LinuxPodSandboxConfig {
+    let psc = pod.spec.security_context.clone().unwrap_or_default();
     // The sandbox must be privileged when any container is (kubelet's rule).
     let privileged = pod.all_containers().any(|c| {
         c.security_context
@@ -120,16 +139,11 @@ fn linux_config(pod: &Pod) -> pb::LinuxPodSandboxConfig {
     pb::LinuxPodSandboxConfig {
         cgroup_parent: String::new(),
         security_context: Some(pb::LinuxSandboxSecurityContext {
-            namespace_options: Some(pb::NamespaceOption {
-                network: mode(spec.host_network, pb::NamespaceMode::Pod),
-                pid: mode(spec.host_pid, pb::NamespaceMode::Container),
-                ipc: mode(spec.host_ipc, pb::NamespaceMode::Pod),
-                target_id: String::new(),
-            }),
+            namespace_options: Some(namespace_options(pod)),
             run_as_user: psc.run_as_user.map(|value| pb::Int64Value { value }),
             run_as_group: psc.run_as_group.map(|value| pb::Int64Value { value }),
             readonly_rootfs: false,
-            supplemental_groups: groups,
+            supplemental_groups: supplemental_groups(pod),
             privileged,
             seccomp: None,
         }),
