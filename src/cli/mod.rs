@@ -73,7 +73,7 @@ options for every command:
 /// Runs the command line `args` (without the program name); returns the exit code.
 pub fn main(args: Vec<String>) -> i32 {
     let Some((cmd, rest)) = args.split_first() else {
-        eprint!("{USAGE}");
+        eoutput::emit(USAGE);
         return 2;
     };
     // The agent logs at its config's level; operator commands only warn.
@@ -84,7 +84,7 @@ pub fn main(args: Vec<String>) -> i32 {
         "run" => run::run(rest),
         "exec" => exec::run(rest),
         "version" | "--version" | "-V" => {
-            println!("tinylet {}", env!("CARGO_PKG_VERSION"));
+            output::emit(concat!("tinylet ", env!("CARGO_PKG_VERSION"), "\n"));
             Ok(())
         }
         "check-config" => check_config::run(rest),
@@ -93,7 +93,7 @@ pub fn main(args: Vec<String>) -> i32 {
         "get" => get::run(rest),
         "logs" => logs::run(rest),
         "help" | "--help" | "-h" => {
-            print!("{USAGE}");
+            output::emit(USAGE);
             Ok(())
         }
         "cri" => cri::run(rest),
