@@ -60,7 +60,7 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
             _ => imagefs(&cri).await,
         }
     });
-    super::output::emit(&out.map_err(failed)?);
+    crate::cli::output::emit(&out.map_err(failed)?);
     Ok(())
 }
 

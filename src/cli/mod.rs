@@ -73,7 +73,7 @@ options for every command:
 /// Runs the command line `args` (without the program name); returns the exit code.
 pub fn main(args: Vec<String>) -> i32 {
     let Some((cmd, rest)) = args.split_first() else {
-        eoutput::emit(USAGE);
+        eprint!("{USAGE}");
         return 2;
     };
     // The agent logs at its config's level; operator commands only warn.
