@@ -431,7 +431,29 @@ fn probes_and_lifecycle() {
     container(json!({"readinessProbe": {"httpGet": {"port": "Web"}}}), &["spec.containers[0].readinessProbe.httpGet.port: must be a port name (at most 15 lowercase letters, digits or '-', with a letter, no '-' at the ends or twice in a row), got \"Web\""]);
     container(
         json!({"readinessProbe": {"grpc": {"port": 70000}}}),
-        &["spec.containers[0].readinessProbe.grpc.port: must be 1-65535, got 70000"],
+        &[
+            "spec.containers[0].readinessProbe.grpc.port: must be 1-65535, got 70000",
+            "spec.containers[0].readinessProbe.grpc: gRPC probes are not supported by tinylet; use exec, httpGet or tcpSocket",
+        ],
+    );
+    let r = "spec.containers[0].readinessProbe";
+    container(
+        json!({"readinessProbe": {"httpGet": {"port": 80, "host": "svc.local", "scheme": "HTTPS", "path": "/a b", "httpHeaders": [{"name": "X:Y", "value": "1\r\nZ: 2"}]}}}),
+        &[
+            &format!("{r}.httpGet.host: must be an IP address or localhost (tinylet resolves no names), got \"svc.local\""),
+            &format!("{r}.httpGet.scheme: HTTPS is not supported by tinylet (no TLS client); use HTTP or tcpSocket"),
+            &format!("{r}.httpGet.httpHeaders[0].name: must be an HTTP header name, got \"X:Y\""),
+            &format!("{r}.httpGet.httpHeaders[0].value: must not contain line breaks"),
+            &format!("{r}.httpGet.path: must not contain spaces or control characters, got \"/a b\""),
+        ],
+    );
+    container(
+        json!({"readinessProbe": {"httpGet": {"port": 80, "host": "127.0.0.1"}}, "livenessProbe": {"tcpSocket": {"port": 80, "host": "localhost"}}, "startupProbe": {"tcpSocket": {"port": 80, "host": "fd00::1"}}}),
+        &[],
+    );
+    container(
+        json!({"lifecycle": {"postStart": {"tcpSocket": {"port": 80}}}}),
+        &["spec.containers[0].lifecycle.postStart.tcpSocket: not supported as a lifecycle handler (kubelet fails such hooks when they run); use exec, httpGet or sleep"],
     );
     pod(
         json!({"spec": {"initContainers": [{"name": "i", "image": "x", "readinessProbe": {"tcpSocket": {"port": 1}}, "lifecycle": {}}]}}),

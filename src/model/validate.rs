@@ -6,6 +6,7 @@
 use super::configmap::ConfigMap;
 use super::container::{Container, EnvVar, IntOrString, LifecycleHandler, Probe};
 use super::container::{ContainerRestartPolicy, ResourceRequirements, VolumeMount};
+use super::container::{HttpGetAction, UriScheme};
 use super::meta::ObjectMeta;
 use super::pod::{DnsPolicy, PodSpec, Volume};
 use super::secret::{self, Secret};
@@ -672,13 +673,70 @@ impl Errors {
             self.exec(p, &e.command);
         }
         if let Some(h) = &probe.http_get {
-            self.port(format_args!("{p}.httpGet.port"), &h.port);
+            self.http_get(p, h);
         }
         if let Some(t) = &probe.tcp_socket {
             self.port(format_args!("{p}.tcpSocket.port"), &t.port);
+            self.host(format_args!("{p}.tcpSocket.host"), &t.host);
         }
         if let Some(g) = &probe.grpc {
             self.range(format_args!("{p}.grpc.port"), g.port.into(), 1, 65535);
+            // Refused rather than ignored: a probe that never runs would report a
+            // container healthy that nobody checked.
+            self.add(
+                format_args!("{p}.grpc"),
+                "gRPC probes are not supported by tinylet; use exec, httpGet or tcpSocket",
+            );
+        }
+    }
+
+    /// An httpGet action: port, an IP literal host (tinylet resolves no names), and
+    /// plain HTTP (there is no TLS client).
+    fn http_get(&mut self, p: &str, h: &HttpGetAction) {
+        self.port(format_args!("{p}.httpGet.port"), &h.port);
+        self.host(format_args!("{p}.httpGet.host"), &h.host);
+        if h.scheme == UriScheme::HTTPS {
+            self.add(
+                format_args!("{p}.httpGet.scheme"),
+                "HTTPS is not supported by tinylet (no TLS client); use HTTP or tcpSocket",
+            );
+        }
+        for (i, hd) in h.http_headers.iter().enumerate() {
+            let bad_name =
+                hd.name.is_empty() || hd.name.bytes().any(|b| !b.is_ascii_graphic() || b == b':');
+            if bad_name {
+                self.add(
+                    format_args!("{p}.httpGet.httpHeaders[{i}].name"),
+                    format_args!("must be an HTTP header name, got {:?}", hd.name),
+                );
+            }
+            if hd.value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
+                self.add(
+                    format_args!("{p}.httpGet.httpHeaders[{i}].value"),
+                    "must not contain line breaks",
+                );
+            }
+        }
+        if h.path.bytes().any(|b| b <= b' ' || b == 0x7f) {
+            self.add(
+                format_args!("{p}.httpGet.path"),
+                format_args!(
+                    "must not contain spaces or control characters, got {:?}",
+                    h.path
+                ),
+            );
+        }
+    }
+
+    /// A probe or hook host: empty (the pod's IP), `localhost` or an IP address.
+    fn host(&mut self, path: impl Display, host: &str) {
+        if !host.is_empty() && host != "localhost" && host.parse::<std::net::IpAddr>().is_err() {
+            self.add(
+                path,
+                format_args!(
+                    "must be an IP address or localhost (tinylet resolves no names), got {host:?}"
+                ),
+            );
         }
     }
 
@@ -694,10 +752,13 @@ impl Errors {
             self.exec(p, &e.command);
         }
         if let Some(g) = &h.http_get {
-            self.port(format_args!("{p}.httpGet.port"), &g.port);
+            self.http_get(p, g);
         }
-        if let Some(t) = &h.tcp_socket {
-            self.port(format_args!("{p}.tcpSocket.port"), &t.port);
+        if h.tcp_socket.is_some() {
+            self.add(
+                format_args!("{p}.tcpSocket"),
+                "not supported as a lifecycle handler (kubelet fails such hooks when they run); use exec, httpGet or sleep",
+            );
         }
         if let Some(s) = &h.sleep {
             self.non_negative(format_args!("{p}.sleep.seconds"), s.seconds);
