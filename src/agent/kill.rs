@@ -1,9 +1,12 @@
-//! Stopping containers and pods with their grace period, as kubelet: the preStop exec
-//! hook first (bounded by the grace period), then StopContainer with what is left of it
+//! Stopping containers and pods with their grace period, as kubelet: the preStop hook
+//! first (exec, httpGet or sleep; bounded by the grace period, see [`super::hooks`]),
+//! then StopContainer with what is left of it
 //! (the runtime sends SIGTERM, then SIGKILL when it runs out). All containers of a pod
 //! stop concurrently, then its sandboxes.
 
 use super::context::Context;
+use super::handler::{self, Target};
+use super::hooks;
 use crate::kuberuntime::observed::{ObservedPod, State};
 use crate::model::Pod;
 use std::rc::Rc;
@@ -19,34 +22,31 @@ pub fn grace_period(pod: &Pod) -> Duration {
         .map_or(DEFAULT_GRACE, |s| Duration::from_secs(s.max(0) as u64))
 }
 
-/// Stops one container: preStop hook of `spec_pod`'s container of that name (if any),
-/// then StopContainer with the remaining grace. Errors are logged; NotFound is success.
+/// Stops one container: preStop hook of `spec_pod`'s container of that name (if any;
+/// httpGet hooks go to `pod_ip`), then StopContainer with the remaining grace. Errors
+/// are logged; NotFound is success.
 pub async fn stop_container(
     ctx: &Context,
     spec_pod: Option<&Pod>,
     id: &str,
     name: &str,
     grace: Duration,
+    pod_ip: &str,
 ) {
     let start = Instant::now();
-    let hook = spec_pod
-        .and_then(|p| p.all_containers().find(|c| c.name == name))
+    let spec = spec_pod.and_then(|p| p.all_containers().find(|c| c.name == name));
+    let hook = spec
         .and_then(|c| c.lifecycle.as_ref())
-        .and_then(|l| l.pre_stop.as_ref())
-        .and_then(|h| h.exec.as_ref())
-        .map(|e| e.command.clone());
-    if let Some(cmd) = hook.filter(|c| !c.is_empty()) {
-        match ctx
-            .cri
-            .runtime
-            .exec_sync(id, cmd, Some(grace.max(Duration::from_secs(1))))
-            .await
-        {
-            Ok(r) if r.exit_code != 0 => log::warn!(
-                "container {name} ({id}): preStop hook exited with {}",
-                r.exit_code
-            ),
-            Ok(_) => log::debug!("container {name} ({id}): preStop hook done"),
+        .and_then(|l| l.pre_stop.as_ref());
+    // kubelet skips the hook when there is no grace at all.
+    if let (Some(c), Some(h), false) = (spec, hook, grace.is_zero()) {
+        let target = Target {
+            container_id: id.to_string(),
+            pod_ip: pod_ip.to_string(),
+            ports: c.ports.clone(),
+        };
+        match hooks::run(ctx, h, &target, grace).await {
+            Ok(()) => log::debug!("container {name} ({id}): preStop hook done"),
             Err(e) => log::warn!("container {name} ({id}): preStop hook failed: {e}"),
         }
     }
@@ -65,6 +65,7 @@ pub async fn stop_pod(
     observed: &ObservedPod,
     grace: Duration,
 ) {
+    let pod_ip = spec_pod.map_or(String::new(), |p| handler::pod_ip(ctx, p, observed));
     let mut tasks = Vec::new();
     for c in observed
         .containers
@@ -72,8 +73,9 @@ pub async fn stop_pod(
         .filter(|c| matches!(c.state, State::Running | State::Created | State::Unknown))
     {
         let (ctx, pod, id, name) = (ctx.clone(), spec_pod.cloned(), c.id.clone(), c.name.clone());
+        let ip = pod_ip.clone();
         tasks.push(crate::rt::spawn(async move {
-            stop_container(&ctx, pod.as_ref(), &id, &name, grace).await
+            stop_container(&ctx, pod.as_ref(), &id, &name, grace, &ip).await
         }));
     }
     for t in tasks {

@@ -1,12 +1,17 @@
-//! The agent: sync loop, per-pod workers, poll-based PLEG, crash-loop backoff.
+//! The agent: sync loop, per-pod workers, poll-based PLEG, crash-loop backoff, probes
+//! and lifecycle hooks.
 pub mod actions;
 pub mod backoff;
 pub mod context;
+pub mod handler;
+pub mod hooks;
 pub mod host;
 pub mod housekeeping;
+pub mod http_get;
 pub mod image;
 pub mod kill;
 pub mod observe;
 pub mod pleg;
+pub mod probe;
 pub mod sync_loop;
 pub mod worker;

@@ -2,11 +2,16 @@
 //! never delays another, and no two syncs of a pod ever race (no duplicate sandboxes).
 //! It syncs when the sync loop wakes it (a PLEG event or a spec change) or when a
 //! back-off it is waiting for runs out, and writes the pod's status on change only.
+//! It also owns the pod's probes ([`super::probe`]): a probe result that changes wakes
+//! it (a failed liveness or startup probe kills the container first), and it runs
+//! postStart hooks right after starting a container.
 
 use super::actions::{self, Desired, StartReason};
 use super::backoff::Backoff;
 use super::context::Context;
-use super::{image, kill, observe};
+use super::handler::{self, Target};
+use super::probe::{self, PodProbes, Verdict};
+use super::{hooks, image, kill, observe};
 use crate::cri::pb;
 use crate::kuberuntime::container::{container_config, ContainerContext};
 use crate::kuberuntime::env::PodFacts;
@@ -52,6 +57,14 @@ struct Worker {
     init_failed: bool,
     last_status: Option<PodStatus>,
     wake_at: Option<Instant>,
+    probes: PodProbes,
+}
+
+/// What ended a worker's wait.
+enum Woken {
+    Msg(Result<Msg, smol::channel::RecvError>),
+    Probe(probe::Event),
+    Timer,
 }
 
 /// Starts the worker of `pod`; the returned sender drives it.
@@ -76,6 +89,7 @@ pub fn spawn(ctx: Rc<Context>, pod: Pod) -> (Sender<Msg>, smol::Task<()>) {
         init_failed: false,
         last_status,
         wake_at: None,
+        probes: PodProbes::default(),
     };
     (tx, crate::rt::spawn(w.run(rx)))
 }
@@ -88,20 +102,26 @@ impl Worker {
     async fn run(mut self, rx: Receiver<Msg>) {
         loop {
             self.sync().await;
-            let msg = match self.wake_at {
-                Some(at) => {
-                    future::or(async { Some(rx.recv().await) }, async {
-                        Timer::at(at).await;
-                        None
-                    })
-                    .await
+            let wake_at = self.wake_at;
+            let woken = future::or(async { Woken::Msg(rx.recv().await) }, async {
+                future::or(async { Woken::Probe(self.probes.next().await) }, async {
+                    match wake_at {
+                        Some(at) => Timer::at(at).await,
+                        None => future::pending().await,
+                    };
+                    Woken::Timer
+                })
+                .await
+            })
+            .await;
+            let mut msgs = match woken {
+                Woken::Timer => Vec::new(),
+                Woken::Probe(ev) => {
+                    self.probe_event(ev).await;
+                    Vec::new()
                 }
-                None => Some(rx.recv().await),
-            };
-            let mut msgs = match msg {
-                None => Vec::new(),
-                Some(Ok(m)) => vec![m],
-                Some(Err(_)) => return,
+                Woken::Msg(Ok(m)) => vec![m],
+                Woken::Msg(Err(_)) => return,
             };
             // Coalesce whatever else is queued: one sync serves them all.
             while let Ok(m) = rx.try_recv() {
@@ -111,9 +131,31 @@ impl Worker {
                 match m {
                     Msg::Update(p) => self.pod = *p,
                     Msg::Wake => {}
-                    Msg::Delete => return self.terminate().await,
+                    Msg::Delete => {
+                        self.probes.stop_all();
+                        return self.terminate().await;
+                    }
                 }
             }
+        }
+    }
+
+    /// Acts on a probe's changed result: kills the container when its liveness or
+    /// startup probe failed. The sync that follows writes the new status (and restarts
+    /// the container as the restart policy and back-off allow).
+    async fn probe_event(&mut self, ev: probe::Event) {
+        let verdict = self.probes.apply(&self.ctx, &self.pod, ev);
+        if let Verdict::Kill {
+            id,
+            name,
+            reason,
+            grace,
+            pod_ip,
+        } = verdict
+        {
+            log::info!("pod {}: container {name} {reason}", self.name());
+            let grace = grace.unwrap_or_else(|| kill::grace_period(&self.pod));
+            kill::stop_container(&self.ctx, Some(&self.pod), &id, &name, grace, &pod_ip).await;
         }
     }
 
@@ -152,6 +194,7 @@ impl Worker {
             observed
         };
         self.retry_offline_pulls().await;
+        self.probes.reconcile(&self.ctx, &self.pod, &observed);
         self.write_status(&observed);
     }
 
@@ -194,6 +237,7 @@ impl Worker {
         let acts = actions::compute(&desired, observed);
         self.init_failed = acts.init_failed;
         let grace = kill::grace_period(&self.pod);
+        let pod_ip = handler::pod_ip(&self.ctx, &self.pod, observed);
         let mut acted = false;
         if acts.kill_pod {
             let running = observed
@@ -218,7 +262,7 @@ impl Worker {
                 k.id,
                 k.reason
             );
-            kill::stop_container(&self.ctx, Some(&self.pod), &k.id, &k.name, grace).await;
+            kill::stop_container(&self.ctx, Some(&self.pod), &k.id, &k.name, grace, &pod_ip).await;
             acted = true;
         }
         if acts.start.is_empty() {
@@ -426,22 +470,54 @@ impl Worker {
             Ok(id) => rt
                 .start_container(&id)
                 .await
+                .map(|()| id)
                 .map_err(|e| ("RunContainerError", e)),
             Err(e) => Err(("CreateContainerError", e)),
         };
-        if let Err((reason, e)) = result {
-            log::warn!("pod {}: container {}: {reason}: {e}", self.name(), c.name);
-            self.waiting.insert(
-                c.name.clone(),
-                Waiting {
-                    reason: reason.into(),
-                    message: e.to_string(),
-                },
-            );
-            self.wake_no_later_than(Instant::now() + RETRY);
-            return false;
-        }
+        let id = match result {
+            Ok(id) => id,
+            Err((reason, e)) => {
+                log::warn!("pod {}: container {}: {reason}: {e}", self.name(), c.name);
+                self.waiting.insert(
+                    c.name.clone(),
+                    Waiting {
+                        reason: reason.into(),
+                        message: e.to_string(),
+                    },
+                );
+                self.wake_no_later_than(Instant::now() + RETRY);
+                return false;
+            }
+        };
+        self.post_start(c, &id, pod_ip).await;
         true
+    }
+
+    /// Runs the container's postStart hook, if any; kills the container when it fails
+    /// (kubelet's FailedPostStartHook), leaving the restart to the policy and back-off.
+    async fn post_start(&mut self, c: &Container, id: &str, pod_ip: &str) {
+        let Some(h) = c.lifecycle.as_ref().and_then(|l| l.post_start.as_ref()) else {
+            return;
+        };
+        let pod_ip = if self.pod.spec.host_network || pod_ip.is_empty() {
+            handler::pod_ip(&self.ctx, &self.pod, &ObservedPod::default())
+        } else {
+            pod_ip.to_string()
+        };
+        let target = Target {
+            container_id: id.to_string(),
+            pod_ip: pod_ip.clone(),
+            ports: c.ports.clone(),
+        };
+        if let Err(e) = hooks::run(&self.ctx, h, &target, hooks::POST_START_LIMIT).await {
+            log::warn!(
+                "pod {}: container {} ({id}): postStart hook failed, killing it: {e}",
+                self.name(),
+                c.name
+            );
+            let grace = kill::grace_period(&self.pod);
+            kill::stop_container(&self.ctx, Some(&self.pod), id, &c.name, grace, &pod_ip).await;
+        }
     }
 
     /// Containers running a stale local image: pull again when the back-off allows, so
@@ -490,6 +566,7 @@ impl Worker {
             runtime_name: &runtime_name,
             now: &now,
             init_failed: self.init_failed,
+            probes: &self.probes.status(),
         });
         if !self.offline.is_empty() {
             status.reason = "OfflineImage".into();
@@ -553,7 +630,7 @@ impl Worker {
 
 /// The monotonic instant of a runtime timestamp (nanoseconds since the epoch); `now`
 /// for 0 (unknown) or a time in the future.
-fn instant_of(unix_nanos: i64, now: Instant) -> Instant {
+pub(super) fn instant_of(unix_nanos: i64, now: Instant) -> Instant {
     let Ok(nanos) = u64::try_from(unix_nanos) else {
         return now;
     };

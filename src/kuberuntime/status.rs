@@ -16,6 +16,15 @@ use crate::model::{Container, Pod};
 use std::collections::BTreeMap;
 use std::time::{Duration, UNIX_EPOCH};
 
+/// What a running container's probes say (kubelet's `started` and `ready`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProbeStatus {
+    /// Its startup probe has succeeded (or it has none).
+    pub started: bool,
+    /// Started, and its readiness probe succeeds (or it has none).
+    pub ready: bool,
+}
+
 /// A reason a container is not running that only the worker knows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Waiting {
@@ -36,6 +45,10 @@ pub struct StatusInput<'a> {
     pub now: &'a str,
     /// Set when an init container failed under `restartPolicy: Never`.
     pub init_failed: bool,
+    /// Probe results by container id. A running container without an entry is started
+    /// and ready unless its spec has a startup or readiness probe (whose first verdict
+    /// has not come yet).
+    pub probes: &'a BTreeMap<String, ProbeStatus>,
 }
 
 /// Computes the pod's status.
@@ -141,8 +154,15 @@ fn container_status(input: &StatusInput, spec: &Container) -> ContainerStatus {
             st.state.running = Some(ContainerStateRunning {
                 started_at: ns_to_rfc3339(l.started_at),
             });
-            st.ready = true;
-            st.started = Some(true);
+            let p = input.probes.get(&l.id).copied().unwrap_or_else(|| {
+                let started = spec.startup_probe.is_none();
+                ProbeStatus {
+                    started,
+                    ready: started && spec.readiness_probe.is_none(),
+                }
+            });
+            st.ready = p.ready;
+            st.started = Some(p.started);
             st.last_state = input
                 .observed
                 .previous(&spec.name)

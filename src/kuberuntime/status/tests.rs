@@ -49,6 +49,7 @@ struct Case {
     observed: ObservedPod,
     waiting: BTreeMap<String, Waiting>,
     init_failed: bool,
+    probes: BTreeMap<String, ProbeStatus>,
 }
 
 impl Case {
@@ -58,6 +59,7 @@ impl Case {
             observed: ObservedPod::new(sandbox(), containers),
             waiting: BTreeMap::new(),
             init_failed: false,
+            probes: BTreeMap::new(),
         }
     }
     fn wait(mut self, name: &str, reason: &str) -> Case {
@@ -80,6 +82,7 @@ impl Case {
             runtime_name: "containerd",
             now,
             init_failed: self.init_failed,
+            probes: &self.probes,
         })
     }
 }
@@ -287,4 +290,62 @@ fn host_network_pod_ip_is_the_host_ip() {
     p.spec.host_network = true;
     let s = Case::new(p, vec![ctr("c1", "a", State::Running, 0, 0, 5)]).status(None, NOW);
     assert_eq!(s.pod_ip, "192.0.2.10");
+}
+
+#[test]
+fn probes_drive_started_ready_and_the_conditions() {
+    use crate::model::container::Probe;
+    let mut p = pod(&[], &["a", "b"], RestartPolicy::Always);
+    p.spec.containers[0].readiness_probe = Some(Probe::default());
+    p.spec.containers[1].startup_probe = Some(Probe::default());
+    let running = vec![
+        ctr("c1", "a", State::Running, 0, 0, 10),
+        ctr("c2", "b", State::Running, 0, 0, 10),
+    ];
+    let mut case = Case::new(p, running);
+    // No verdict yet: a readiness probe means not ready, a startup probe not started.
+    let s = case.status(None, NOW);
+    let (a, b) = (&s.container_statuses[0], &s.container_statuses[1]);
+    assert_eq!((a.started, a.ready), (Some(true), false));
+    assert_eq!((b.started, b.ready), (Some(false), false));
+    assert_eq!(
+        cond(&s, PodConditionType::Ready).status,
+        ConditionStatus::False
+    );
+    assert_eq!(
+        cond(&s, PodConditionType::ContainersReady).message,
+        "containers with unready status: [a b]"
+    );
+    // The probes have spoken: both ready, the conditions flip, times move.
+    let ok = ProbeStatus {
+        started: true,
+        ready: true,
+    };
+    case.probes.insert("c1".into(), ok);
+    case.probes.insert("c2".into(), ok);
+    let s2 = case.status(Some(&s), LATER);
+    assert!(s2.container_statuses.iter().all(|c| c.ready));
+    let ready = cond(&s2, PodConditionType::Ready);
+    assert_eq!(ready.status, ConditionStatus::True);
+    assert_eq!(ready.last_transition_time.as_deref(), Some(LATER));
+    assert_eq!(
+        cond(&s2, PodConditionType::ContainersReady).status,
+        ConditionStatus::True
+    );
+    // Readiness lost again; a result for an old instance id is not used.
+    case.probes.insert(
+        "c1".into(),
+        ProbeStatus {
+            started: true,
+            ready: false,
+        },
+    );
+    case.probes.remove("c2");
+    case.probes.insert("old".into(), ok);
+    let s3 = case.status(Some(&s2), NOW);
+    assert!(!s3.container_statuses[0].ready && !s3.container_statuses[1].ready);
+    assert_eq!(
+        cond(&s3, PodConditionType::Ready).status,
+        ConditionStatus::False
+    );
 }

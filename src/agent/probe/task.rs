@@ -1,0 +1,104 @@
+//! One probe of one container instance as a task: one timer ticking every
+//! `periodSeconds` from the container's start plus `initialDelaySeconds`, one attempt
+//! per tick bounded by `timeoutSeconds`, and a message to the pod's worker only when
+//! the result changes. Idle cost is exactly the probing the manifest asks for; the task
+//! ends when its verdict makes further probing pointless (see [`ProbeState::finished`])
+//! or when the worker drops it (the container stopped or was replaced).
+
+use super::state::{Kind, ProbeState};
+use crate::agent::context::Context;
+use crate::agent::handler::{self, Target};
+use crate::model::container::Probe;
+use smol::channel::Sender;
+use smol::stream::StreamExt;
+use smol::{Task, Timer};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+/// A probe's result changed.
+#[derive(Debug, Clone)]
+pub struct Event {
+    pub container: String,
+    pub container_id: String,
+    pub kind: Kind,
+    pub ok: bool,
+    /// Why the last attempt failed ("" on success).
+    pub detail: String,
+}
+
+/// What one probe task needs.
+pub struct ProbeRun {
+    pub kind: Kind,
+    pub probe: Probe,
+    pub target: Target,
+    pub container: String,
+    /// `namespace/name`, for logs.
+    pub pod: String,
+    /// When the container started: the initial delay counts from here.
+    pub started_at: Instant,
+}
+
+/// Whole seconds from a manifest field, `default` when not positive.
+pub fn seconds(n: i32, default: u64) -> Duration {
+    Duration::from_secs(u64::try_from(n).ok().filter(|n| *n > 0).unwrap_or(default))
+}
+
+/// Starts the probe; dropping the task stops it.
+pub fn spawn(ctx: Rc<Context>, run: ProbeRun, tx: Sender<Event>) -> Task<()> {
+    crate::rt::spawn(probe_loop(ctx, run, tx))
+}
+
+async fn probe_loop(ctx: Rc<Context>, run: ProbeRun, tx: Sender<Event>) {
+    let p = &run.probe;
+    let period = seconds(p.period_seconds, 10);
+    let timeout = seconds(p.timeout_seconds, 1);
+    let delay = Duration::from_secs(u64::try_from(p.initial_delay_seconds).unwrap_or(0));
+    let mut state = ProbeState::new(run.kind, p.success_threshold, p.failure_threshold);
+    let mut ticks = Timer::interval_at(run.started_at + delay, period);
+    log::debug!(
+        "pod {}: container {}: {} every {period:?}",
+        run.pod,
+        run.container,
+        run.kind.field()
+    );
+    while ticks.next().await.is_some() {
+        let outcome = attempt(&ctx, p, &run.target, timeout).await;
+        if let Err(e) = &outcome {
+            log::debug!(
+                "pod {}: container {}: {} failed: {e}",
+                run.pod,
+                run.container,
+                run.kind.field()
+            );
+        }
+        if let Some(ok) = state.record(outcome.is_ok()) {
+            let ev = Event {
+                container: run.container.clone(),
+                container_id: run.target.container_id.clone(),
+                kind: run.kind,
+                ok,
+                detail: outcome.err().unwrap_or_default(),
+            };
+            if tx.send(ev).await.is_err() {
+                return;
+            }
+        }
+        if state.finished() {
+            return;
+        }
+    }
+}
+
+/// One attempt of the probe's handler.
+async fn attempt(ctx: &Context, p: &Probe, t: &Target, timeout: Duration) -> Result<(), String> {
+    if let Some(e) = &p.exec {
+        handler::exec(ctx, t, &e.command, timeout).await
+    } else if let Some(h) = &p.http_get {
+        handler::http_probe(t, h, timeout).await
+    } else if let Some(s) = &p.tcp_socket {
+        handler::tcp_socket(t, s, timeout).await
+    } else {
+        // Validation refuses grpc probes and probes without a handler.
+        Err("the probe has no handler tinylet runs (exec, httpGet, tcpSocket)".into())
+    }
+}
