@@ -7,7 +7,8 @@
 //! and the pod's Ready/ContainersReady both ways; a startup probe holds liveness back
 //! until it succeeds; httpGet and tcpSocket probes against a busybox httpd in the pod
 //! (404 is a failure, 200 a success); a postStart exec hook runs; a failing postStart
-//! hook kills the container; a preStop httpGet hook reaches the pod before it stops.
+//! hook kills the container; a preStop httpGet hook reaches the pod before it stops;
+//! a steadily passing probe writes nothing to the state directory.
 //!
 //! Probes run every second; every wait is "eventually, within a generous deadline", so
 //! a loaded machine only makes the tests slower.
@@ -18,6 +19,7 @@ mod common;
 use agent_support::*;
 use common::Containerd;
 use serde_json::{json, Value};
+use std::os::unix::fs::MetadataExt as _;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -109,6 +111,15 @@ fn readiness_probe_flips_ready_and_conditions_both_ways() {
             && condition(p, "ContainersReady") == "True"
     });
     assert_eq!(cstatus(&p, "app")["started"], true);
+    // Steady state: the probe keeps succeeding every second and nothing is written.
+    let file = n.dir.join(format!("state/status/{NS}_readiness.json"));
+    let stamp = || {
+        let m = std::fs::metadata(&file).expect("the status file");
+        (m.ino(), m.modified().unwrap())
+    };
+    let before = stamp();
+    std::thread::sleep(Duration::from_secs(5));
+    assert_eq!(stamp(), before, "status file rewritten with no change");
     assert_eq!(n.exec("readiness", "app", &["rm", "/tmp/ready"]).0, 0);
     let p = n.wait_pod("readiness", "not ready again", START, unready);
     // Readiness never restarts anything.
