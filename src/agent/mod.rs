@@ -3,6 +3,7 @@
 pub mod actions;
 pub mod backoff;
 pub mod context;
+pub mod deadline;
 pub mod handler;
 pub mod hooks;
 pub mod host;

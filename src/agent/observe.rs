@@ -1,12 +1,15 @@
 //! Reads what the runtime holds for one pod, as kubelet's `GetPodStatus`: its sandboxes
-//! (with the newest one's status, for the IP) and the status of each of its containers.
+//! (with the newest one's status, for the IP) and the status of each of its containers,
+//! with the termination message of exited ones (a read of a few KiB each, see
+//! [`crate::kuberuntime::termination`]).
 //! Only called when the pod's worker syncs, i.e. after an event or a spec change, so an
 //! idle agent makes no per-pod calls.
 
 use super::context::Context;
 use crate::cri::{pb, CriError};
 use crate::kuberuntime::labels;
-use crate::kuberuntime::observed::{ObservedContainer, ObservedPod, ObservedSandbox};
+use crate::kuberuntime::observed::{ObservedContainer, ObservedPod, ObservedSandbox, State};
+use crate::kuberuntime::termination;
 use std::collections::BTreeMap;
 
 fn uid_selector(uid: &str) -> BTreeMap<String, String> {
@@ -56,6 +59,9 @@ pub async fn observe(ctx: &Context, uid: &str) -> Result<ObservedPod, CriError> 
             Ok(st) => {
                 let mut o = ObservedContainer::from(&st);
                 o.sandbox_id = c.pod_sandbox_id.clone();
+                if o.state == State::Exited {
+                    o.message = termination::message(&st);
+                }
                 containers.push(o);
             }
             // Removed between the list and the status call.

@@ -9,6 +9,7 @@
 use super::actions::{self, Desired, StartReason};
 use super::backoff::Backoff;
 use super::context::Context;
+use super::deadline::{self, Deadline};
 use super::handler::{self, Target};
 use super::probe::{self, PodProbes, Verdict};
 use super::{hooks, image, kill, observe};
@@ -16,10 +17,11 @@ use crate::cri::pb;
 use crate::kuberuntime::container::{container_config, ContainerContext};
 use crate::kuberuntime::env::PodFacts;
 use crate::kuberuntime::hash::{container_hash, sandbox_hash};
+use crate::kuberuntime::non_root::{self, ImageUser};
 use crate::kuberuntime::observed::ObservedPod;
 use crate::kuberuntime::sandbox::{log_directory, sandbox_config};
 use crate::kuberuntime::status::{pod_status, StatusInput, Waiting};
-use crate::kuberuntime::{volumes, SyncError};
+use crate::kuberuntime::{termination, volumes, SyncError};
 use crate::model::time::now_rfc3339;
 use crate::model::{Container, Pod, PodStatus};
 use smol::channel::{Receiver, Sender};
@@ -27,7 +29,7 @@ use smol::future;
 use smol::Timer;
 use std::collections::BTreeMap;
 use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 /// What the sync loop tells a worker.
 #[derive(Debug)]
@@ -58,6 +60,8 @@ struct Worker {
     last_status: Option<PodStatus>,
     wake_at: Option<Instant>,
     probes: PodProbes,
+    /// The pod is past its activeDeadlineSeconds: Failed, killed, never restarted.
+    deadline_exceeded: bool,
 }
 
 /// What ended a worker's wait.
@@ -90,6 +94,7 @@ pub fn spawn(ctx: Rc<Context>, pod: Pod) -> (Sender<Msg>, smol::Task<()>) {
         last_status,
         wake_at: None,
         probes: PodProbes::default(),
+        deadline_exceeded: false,
     };
     (tx, crate::rt::spawn(w.run(rx)))
 }
@@ -179,9 +184,16 @@ impl Worker {
                 return;
             }
         };
-        let acted = match self.prepare_volumes() {
+        self.deadline_exceeded = self.check_deadline();
+        let prepared = if self.deadline_exceeded {
+            Err(None)
+        } else {
+            self.prepare_volumes().map_err(Some)
+        };
+        let acted = match prepared {
+            Err(None) => self.kill_pod(&observed).await,
             Ok(()) => self.act(&observed).await,
-            Err(e) => {
+            Err(Some(e)) => {
                 log::warn!("pod {}: {e}", self.name());
                 self.wait_all(&observed, &e);
                 self.wake_no_later_than(Instant::now() + CONFIG_RETRY);
@@ -193,7 +205,9 @@ impl Worker {
         } else {
             observed
         };
-        self.retry_offline_pulls().await;
+        if !self.deadline_exceeded {
+            self.retry_offline_pulls().await;
+        }
         self.probes.reconcile(&self.ctx, &self.pod, &observed);
         self.write_status(&observed);
     }
@@ -240,19 +254,7 @@ impl Worker {
         let pod_ip = handler::pod_ip(&self.ctx, &self.pod, observed);
         let mut acted = false;
         if acts.kill_pod {
-            let running = observed
-                .containers
-                .iter()
-                .any(|c| c.state != crate::kuberuntime::observed::State::Exited);
-            let ready_sandbox = observed.sandboxes.iter().any(|s| s.ready);
-            if running || ready_sandbox {
-                log::info!(
-                    "pod {}: stopping the pod's containers and sandbox",
-                    self.name()
-                );
-                kill::stop_pod(&self.ctx, Some(&self.pod), observed, grace).await;
-                acted = true;
-            }
+            acted = self.kill_pod(observed).await;
         }
         for k in &acts.kill {
             log::info!(
@@ -287,6 +289,55 @@ impl Worker {
             }
         }
         acted || acts.create_sandbox.is_some()
+    }
+
+    /// Stops the pod's containers and sandbox with its grace period, when anything of it
+    /// still runs; true when it did.
+    async fn kill_pod(&self, observed: &ObservedPod) -> bool {
+        let running = observed
+            .containers
+            .iter()
+            .any(|c| c.state != crate::kuberuntime::observed::State::Exited);
+        let ready_sandbox = observed.sandboxes.iter().any(|s| s.ready);
+        if !running && !ready_sandbox {
+            return false;
+        }
+        log::info!(
+            "pod {}: stopping the pod's containers and sandbox",
+            self.name()
+        );
+        let grace = kill::grace_period(&self.pod);
+        kill::stop_pod(&self.ctx, Some(&self.pod), observed, grace).await;
+        true
+    }
+
+    /// Whether the pod is past its activeDeadlineSeconds; when not yet, the worker's
+    /// timer is set to wake it at the deadline.
+    fn check_deadline(&mut self) -> bool {
+        let now = SystemTime::now();
+        let start = self
+            .last_status
+            .as_ref()
+            .and_then(|s| s.start_time.clone())
+            .unwrap_or_else(now_rfc3339);
+        match deadline::check(&self.pod, Some(&start), now) {
+            Deadline::None => false,
+            Deadline::At(at) => {
+                let left = at.duration_since(now).unwrap_or_default();
+                self.wake_no_later_than(Instant::now() + left);
+                false
+            }
+            Deadline::Exceeded => {
+                if !self.deadline_exceeded {
+                    log::info!(
+                        "pod {}: active longer than its activeDeadlineSeconds ({}s since {start}); failing it",
+                        self.name(),
+                        self.pod.spec.active_deadline_seconds.unwrap_or_default()
+                    );
+                }
+                true
+            }
+        }
     }
 
     /// The sandbox to start containers in: a new one when the actions say so.
@@ -439,22 +490,31 @@ impl Worker {
             objects: &*self.ctx,
             mem_capacity: self.ctx.host.mem_capacity,
         };
-        let config =
-            match container_config(&self.pod, c, s.restart_count, &ensured.image_ref, &cctx) {
-                Ok(cfg) => cfg,
-                Err(e) => {
-                    log::warn!("pod {}: container {}: {e}", self.name(), c.name);
-                    self.waiting.insert(
-                        c.name.clone(),
-                        Waiting {
-                            reason: e.reason,
-                            message: e.message,
-                        },
-                    );
-                    self.wake_no_later_than(Instant::now() + CONFIG_RETRY);
-                    return false;
-                }
-            };
+        let checked = match self.check_non_root(c, &ensured.image_ref).await {
+            Ok(()) => container_config(&self.pod, c, s.restart_count, &ensured.image_ref, &cctx),
+            Err(e) => Err(e),
+        };
+        let mut config = match checked {
+            Ok(cfg) => cfg,
+            Err(e) => {
+                log::warn!("pod {}: container {}: {e}", self.name(), c.name);
+                self.waiting.insert(
+                    c.name.clone(),
+                    Waiting {
+                        reason: e.reason,
+                        message: e.message,
+                    },
+                );
+                self.wake_no_later_than(Instant::now() + CONFIG_RETRY);
+                return false;
+            }
+        };
+        let message_file = self.termination_file(c);
+        if let Some(f) = &message_file {
+            config
+                .mounts
+                .push(termination::mount(f, &c.termination_message_path));
+        }
         log::info!(
             "pod {}: starting container {} ({:?}, restart {})",
             self.name(),
@@ -477,6 +537,9 @@ impl Worker {
         let id = match result {
             Ok(id) => id,
             Err((reason, e)) => {
+                if let Some(f) = &message_file {
+                    let _ = std::fs::remove_file(f);
+                }
                 log::warn!("pod {}: container {}: {reason}: {e}", self.name(), c.name);
                 self.waiting.insert(
                     c.name.clone(),
@@ -491,6 +554,56 @@ impl Worker {
         };
         self.post_start(c, &id, pod_ip).await;
         true
+    }
+
+    /// kubelet's runAsNonRoot check; asks the runtime for the image's user only when
+    /// it matters (runAsNonRoot without runAsUser).
+    async fn check_non_root(&self, c: &Container, image_ref: &str) -> Result<(), SyncError> {
+        let mut user = ImageUser::default();
+        if non_root::needs_image_user(&self.pod, c) {
+            let img = self
+                .ctx
+                .cri
+                .image
+                .image_status(image_ref)
+                .await
+                .map_err(|e| {
+                    SyncError::new(
+                        "CreateContainerConfigError",
+                        format!("failed to get image user of {image_ref:?}: {e}"),
+                    )
+                })?
+                .unwrap_or_default();
+            user = ImageUser {
+                uid: img.uid.map(|u| u.value),
+                username: img.username,
+            };
+        }
+        non_root::verify(&self.pod, c, &user)
+            .map_err(|m| SyncError::new("CreateContainerConfigError", m))
+    }
+
+    /// A fresh termination-message file for the container's next instance, or `None`
+    /// (no path, or the file cannot be made: logged, and the container runs without
+    /// one, as kubelet does).
+    fn termination_file(&self, c: &Container) -> Option<std::path::PathBuf> {
+        if c.termination_message_path.is_empty() {
+            return None;
+        }
+        let dir =
+            termination::container_dir(&self.ctx.cfg.pods_dir, &self.pod.metadata.uid, &c.name);
+        match termination::create_file(&dir) {
+            Ok(f) => Some(f),
+            Err(e) => {
+                log::warn!(
+                    "pod {}: container {}: cannot create its termination-message file in {}: {e}",
+                    self.name(),
+                    c.name,
+                    dir.display()
+                );
+                None
+            }
+        }
     }
 
     /// Runs the container's postStart hook, if any; kills the container when it fails
@@ -567,6 +680,9 @@ impl Worker {
             now: &now,
             init_failed: self.init_failed,
             probes: &self.probes.status(),
+            failed: self
+                .deadline_exceeded
+                .then_some((deadline::REASON, deadline::MESSAGE)),
         });
         if !self.offline.is_empty() {
             status.reason = "OfflineImage".into();

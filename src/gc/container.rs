@@ -3,15 +3,17 @@
 //!
 //! As kubelet, removing a container also removes its log files (`N.log` and its rotated
 //! files): without that, every restart of a crash-looping container would leave a file
-//! behind forever. Every failure is logged and retried next pass; only a failed listing
+//! behind forever. Its termination-message file (`podsDir/UID/containers/NAME/ID`, see
+//! [`crate::kuberuntime::termination`]) goes with it too. Every failure is logged and retried next pass; only a failed listing
 //! makes the pass return an error.
 
 use super::container_policy::{self, Victim};
 use super::leftovers::{self, LeftoverReport};
 use crate::config::Config;
-use crate::cri::{CriError, RuntimeClient};
+use crate::cri::{pb, CriError, RuntimeClient};
+use crate::kuberuntime::termination;
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// What one pass did.
@@ -50,7 +52,7 @@ pub async fn pass(
     );
     let mut removed: HashSet<&str> = HashSet::new();
     for v in &victims {
-        match remove_container(rt, v, &mut report).await {
+        match remove_container(rt, &cfg.pods_dir, v, &mut report).await {
             Ok(()) => {
                 removed.insert(v.id);
                 report.removed_containers.push(v.id.to_string());
@@ -108,6 +110,7 @@ pub async fn pass(
 /// Stops an UNKNOWN container, removes its log files, then the container.
 async fn remove_container(
     rt: &RuntimeClient,
+    pods_dir: &Path,
     v: &Victim<'_>,
     report: &mut ContainerGcReport,
 ) -> Result<(), String> {
@@ -117,14 +120,36 @@ async fn remove_container(
             .map_err(|e| format!("stopping: {e}"))?;
     }
     match rt.container_status(v.id).await {
-        Ok(st) if !st.log_path.is_empty() => remove_logs(Path::new(&st.log_path), report)
-            .map_err(|e| format!("removing its logs: {e}"))?,
-        Ok(_) => {}
+        Ok(st) => {
+            if !st.log_path.is_empty() {
+                remove_logs(Path::new(&st.log_path), report)
+                    .map_err(|e| format!("removing its logs: {e}"))?;
+            }
+            remove_termination_file(&st, pods_dir)?;
+        }
         Err(e) if e.is_not_found() => return Ok(()),
         Err(e) => return Err(format!("status: {e}")),
     }
     match rt.remove_container(v.id).await {
         Err(e) if !e.is_not_found() => Err(e.to_string()),
+        _ => Ok(()),
+    }
+}
+
+/// Removes the container's termination-message file (only one under `pods_dir`: a
+/// mount of something else at that path is not ours).
+fn remove_termination_file(st: &pb::ContainerStatus, pods_dir: &Path) -> Result<(), String> {
+    let Some(file) = termination::host_file(st).map(Path::new) else {
+        return Ok(());
+    };
+    if !file.starts_with(pods_dir) || file.components().any(|c| c == Component::ParentDir) {
+        return Ok(());
+    }
+    match std::fs::remove_file(file) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(format!(
+            "removing its termination-message file {}: {e}",
+            file.display()
+        )),
         _ => Ok(()),
     }
 }

@@ -52,6 +52,10 @@ fn container_annotations(pod: &Pod, c: &Container, restart_count: u32) -> BTreeM
             c.termination_message_path.clone(),
         ),
         (
+            labels::CONTAINER_TERMINATION_MESSAGE_POLICY.to_string(),
+            format!("{:?}", c.termination_message_policy),
+        ),
+        (
             labels::POD_TERMINATION_GRACE_PERIOD.to_string(),
             grace.to_string(),
         ),
@@ -215,6 +219,10 @@ mod tests {
         );
         assert_eq!(cfg.annotations[labels::CONTAINER_RESTART_COUNT], "3");
         assert_eq!(cfg.annotations[labels::POD_TERMINATION_GRACE_PERIOD], "5");
+        assert_eq!(
+            cfg.annotations[labels::CONTAINER_TERMINATION_MESSAGE_POLICY],
+            "File"
+        );
         assert_eq!(cfg.envs[0].key, "GREETING");
         let sc = cfg.linux.unwrap().security_context.unwrap();
         assert_eq!(

@@ -14,6 +14,8 @@ pub const CONTAINER_HASH: &str = "io.kubernetes.container.hash";
 pub const CONTAINER_RESTART_COUNT: &str = "io.kubernetes.container.restartCount";
 pub const CONTAINER_TERMINATION_MESSAGE_PATH: &str =
     "io.kubernetes.container.terminationMessagePath";
+pub const CONTAINER_TERMINATION_MESSAGE_POLICY: &str =
+    "io.kubernetes.container.terminationMessagePolicy";
 pub const POD_TERMINATION_GRACE_PERIOD: &str = "io.kubernetes.pod.terminationGracePeriod";
 /// kubelet's label marking a sandbox as a pod sandbox (vs a container).
 pub const KUBERNETES_CONTAINER_TYPE: &str = "io.kubernetes.container.type";

@@ -3,6 +3,7 @@ pub mod dns;
 pub mod env;
 pub mod hash;
 pub mod labels;
+pub mod non_root;
 pub mod observed;
 pub mod sandbox;
 
@@ -34,4 +35,5 @@ impl std::error::Error for SyncError {}
 pub mod container;
 pub mod resources;
 pub mod status;
+pub mod termination;
 pub mod volumes;

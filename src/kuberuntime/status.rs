@@ -49,6 +49,9 @@ pub struct StatusInput<'a> {
     /// and ready unless its spec has a startup or readiness probe (whose first verdict
     /// has not come yet).
     pub probes: &'a BTreeMap<String, ProbeStatus>,
+    /// Set when the pod as a whole has failed (activeDeadlineSeconds): phase Failed with
+    /// this reason and message, whatever its containers do.
+    pub failed: Option<(&'a str, &'a str)>,
 }
 
 /// Computes the pod's status.
@@ -72,7 +75,10 @@ pub fn pod_status(input: &StatusInput) -> PodStatus {
             .as_ref()
             .is_some_and(|t| t.exit_code == 0)
     });
-    let phase = phase(pod.spec.restart_policy, &init, &apps, input.init_failed);
+    let phase = match input.failed {
+        Some(_) => PodPhase::Failed,
+        None => phase(pod.spec.restart_policy, &init, &apps, input.init_failed),
+    };
     let pod_ip = if pod.spec.host_network {
         input.host_ip.to_string()
     } else {
@@ -99,6 +105,10 @@ pub fn pod_status(input: &StatusInput) -> PodStatus {
         ),
         ..Default::default()
     };
+    if let Some((reason, message)) = input.failed {
+        status.reason = reason.to_string();
+        status.message = message.to_string();
+    }
     status.conditions = conditions(input, phase, init_done, &apps);
     status.init_container_statuses = init;
     status.container_statuses = apps;

@@ -50,6 +50,7 @@ struct Case {
     waiting: BTreeMap<String, Waiting>,
     init_failed: bool,
     probes: BTreeMap<String, ProbeStatus>,
+    failed: Option<(&'static str, &'static str)>,
 }
 
 impl Case {
@@ -60,6 +61,7 @@ impl Case {
             waiting: BTreeMap::new(),
             init_failed: false,
             probes: BTreeMap::new(),
+            failed: None,
         }
     }
     fn wait(mut self, name: &str, reason: &str) -> Case {
@@ -83,6 +85,7 @@ impl Case {
             now,
             init_failed: self.init_failed,
             probes: &self.probes,
+            failed: self.failed,
         })
     }
 }
@@ -217,6 +220,23 @@ fn terminal_phases() {
     )
     .status(None, NOW);
     assert_eq!(on_failure.phase, Some(PodPhase::Running));
+}
+
+#[test]
+fn a_failed_pod_is_failed_with_its_reason_whatever_its_containers_do() {
+    let mut c = Case::new(
+        pod(&[], &["a"], RestartPolicy::Always),
+        vec![ctr("1", "a", State::Running, 0, 0, 1)],
+    );
+    c.failed = Some(("DeadlineExceeded", "too long"));
+    let s = c.status(None, NOW);
+    assert_eq!(s.phase, Some(PodPhase::Failed));
+    assert_eq!(
+        (s.reason.as_str(), s.message.as_str()),
+        ("DeadlineExceeded", "too long")
+    );
+    assert_eq!(cond(&s, PodConditionType::Ready).reason, "PodCompleted");
+    assert!(s.container_statuses[0].state.running.is_some());
 }
 
 #[test]
