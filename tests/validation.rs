@@ -489,6 +489,15 @@ fn pod_level_fields() {
         json!({"spec": {"activeDeadlineSeconds": 0}}),
         &["spec.activeDeadlineSeconds: must be 1-2147483647, got 0"],
     );
+    pod(
+        json!({"spec": {"activeDeadlineSeconds": -5}}),
+        &["spec.activeDeadlineSeconds: must be 1-2147483647, got -5"],
+    );
+    pod(json!({"spec": {"activeDeadlineSeconds": 1}}), &[]);
+    pod(
+        json!({"spec": {"volumes": [{"name": "v", "emptyDir": {"medium": "Memory", "sizeLimit": "-1Mi"}}]}}),
+        &["spec.volumes[0].emptyDir.sizeLimit: must be greater than or equal to 0, got -1Mi"],
+    );
     pod(json!({"spec": {"hostname": "Host_1", "subdomain": "a.b"}}), &[
         "spec.hostname: must be a DNS-1123 label (at most 63 lowercase letters, digits or '-', starting and ending with a letter or digit), got \"Host_1\"",
         "spec.subdomain: must be a DNS-1123 label (at most 63 lowercase letters, digits or '-', starting and ending with a letter or digit), got \"a.b\"",
@@ -548,6 +557,17 @@ fn enums_name_the_allowed_values() {
         json!({"spec": {"containers": [{"name": "a", "image": "x", "ports": [{"containerPort": 1, "protocol": "tcp"}]}]}}),
     );
     assert!(got[0].starts_with("t: spec.containers[0].ports[0].protocol: unknown variant `tcp`, expected one of `TCP`, `UDP`, `SCTP`"), "{got:?}");
+    let got = e(
+        json!({"spec": {"containers": [{"name": "a", "image": "x", "terminationMessagePolicy": "Logs"}]}}),
+    );
+    assert!(got[0].starts_with("t: spec.containers[0].terminationMessagePolicy: unknown variant `Logs`, expected `File` or `FallbackToLogsOnError`"), "{got:?}");
+    let got = e(json!({"spec": {"volumes": [{"name": "v", "emptyDir": {"medium": "memory"}}]}}));
+    assert!(
+        got[0].starts_with(
+            "t: spec.volumes[0].emptyDir.medium: unknown variant `memory`, expected `` or `Memory`"
+        ),
+        "{got:?}"
+    );
 }
 
 #[test]

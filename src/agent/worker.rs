@@ -21,7 +21,7 @@ use crate::kuberuntime::non_root::{self, ImageUser};
 use crate::kuberuntime::observed::ObservedPod;
 use crate::kuberuntime::sandbox::{log_directory, sandbox_config};
 use crate::kuberuntime::status::{pod_status, StatusInput, Waiting};
-use crate::kuberuntime::{termination, volumes, SyncError};
+use crate::kuberuntime::{termination, tmpfs, volumes, SyncError};
 use crate::model::time::now_rfc3339;
 use crate::model::{Container, Pod, PodStatus};
 use smol::channel::{Receiver, Sender};
@@ -735,6 +735,12 @@ impl Worker {
             log::warn!("pod {ns}/{name}: cannot remove status: {e}");
         }
         let dir = self.ctx.cfg.pods_dir.join(&uid);
+        match tmpfs::unmount_empty_dirs(&dir) {
+            Ok(done) => done
+                .iter()
+                .for_each(|d| log::info!("pod {ns}/{name}: unmounted {}", d.display())),
+            Err(e) => log::warn!("pod {ns}/{name}: unmounting its memory emptyDirs: {e}"),
+        }
         if dir.exists() {
             if let Err(e) = std::fs::remove_dir_all(&dir) {
                 log::warn!("pod {ns}/{name}: cannot remove {}: {e}", dir.display());

@@ -3,8 +3,9 @@
 //!
 //! A directory is a leftover only when no desired pod has its UID and no sandbox of ours
 //! exists for it (a pod being torn down keeps its data until its sandbox is gone). A
-//! directory with anything mounted at or below it (a tmpfs emptyDir, a bind mount) is
-//! never removed: deleting through a mount could reach data that is not ours.
+//! pod directory's own memory emptyDirs (tmpfs the agent mounted, left mounted when it
+//! restarted) are unmounted first; a directory with anything else mounted at or below
+//! it is never removed: deleting through a mount could reach data that is not ours.
 
 use std::collections::HashSet;
 use std::io;
@@ -59,6 +60,15 @@ pub fn sweep(
     );
     if victims.is_empty() {
         return report;
+    }
+    // Our own tmpfs emptyDirs (still mounted after an agent restart) go first.
+    for dir in victims.iter().filter(|d| d.starts_with(pods_dir)) {
+        match crate::kuberuntime::tmpfs::unmount_empty_dirs(dir) {
+            Ok(done) => done
+                .iter()
+                .for_each(|d| log::info!("unmounted leftover memory emptyDir {}", d.display())),
+            Err(e) => log::warn!("unmounting memory emptyDirs of {}: {e}", dir.display()),
+        }
     }
     let mounts = mount_points().unwrap_or_else(|e| {
         log::warn!("/proc/self/mountinfo: {e}; not removing pod directories this pass");

@@ -36,4 +36,5 @@ pub mod container;
 pub mod resources;
 pub mod status;
 pub mod termination;
+pub mod tmpfs;
 pub mod volumes;

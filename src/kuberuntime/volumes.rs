@@ -1,9 +1,9 @@
 //! Pod volumes on the host and the container mounts that use them.
 //!
 //! - emptyDir: a directory `podsDir/UID/volumes/kubernetes.io~empty-dir/NAME`, living as
-//!   long as the pod (container GC removes it with the pod). `medium: Memory` is kept on
-//!   disk too: mounting tmpfs per pod would need a mount namespace dance the gateway does
-//!   not need; `sizeLimit` is not enforced (documented in the README).
+//!   long as the pod (container GC removes it with the pod). `medium: Memory` mounts a
+//!   tmpfs on it (see [`super::tmpfs`]; `sizeLimit` is its size). `sizeLimit` on a disk
+//!   emptyDir is not enforced (kubelet evicts the pod; documented in the README).
 //! - hostPath: allowed only at or below a prefix in `allowedHostPaths`; the path is
 //!   normalised and, when it exists, resolved through symlinks before the check, so
 //!   `..` or a symlink cannot escape the prefix. `type` is checked (or created) as
@@ -15,10 +15,10 @@
 //!   containers' files, and a steady state writes nothing to flash.
 
 use super::env::Objects;
-use super::SyncError;
+use super::{tmpfs, SyncError};
 use crate::cri::pb;
 use crate::model::container::VolumeMount;
-use crate::model::pod::{HostPathType, KeyToPath, Volume};
+use crate::model::pod::{HostPathType, KeyToPath, StorageMedium, Volume};
 use crate::model::{Container, Pod};
 use crate::store::atomic;
 use std::path::{Component, Path, PathBuf};
@@ -61,10 +61,22 @@ fn prepare_one(
             format!("volume {:?}: {what}: {e}", v.name),
         )
     };
-    if v.empty_dir.is_some() {
+    if let Some(ed) = &v.empty_dir {
         let dir = volume_dir(pods_dir, pod, "empty-dir", &v.name);
-        return atomic::ensure_dir(&dir, 0o777, false)
-            .map_err(|e| io_err("cannot create emptyDir", e));
+        atomic::ensure_dir(&dir, 0o777, false).map_err(|e| io_err("cannot create emptyDir", e))?;
+        if ed.medium == StorageMedium::Memory {
+            let size = ed.size_limit.as_ref().map(|q| q.value());
+            if tmpfs::ensure(&dir, size)
+                .map_err(|e| io_err("cannot mount a tmpfs for emptyDir medium Memory", e))?
+            {
+                log::info!(
+                    "mounted a tmpfs on {} ({})",
+                    dir.display(),
+                    tmpfs::options(size)
+                );
+            }
+        }
+        return Ok(());
     }
     if let Some(hp) = &v.host_path {
         host_path(&hp.path, hp.type_, allowed).map(|_| ())?;

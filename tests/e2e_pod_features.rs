@@ -1,0 +1,244 @@
+//! End-to-end tests of pod features beyond starting containers: `tinylet run` on this
+//! binary's own private containerd (one agent for the binary, as in e2e_agent.rs), pods
+//! applied with `tinylet apply`, the effect read back from `tinylet get pod -o json`,
+//! the runtime and the host.
+//!
+//! Covered: the termination message from the file at `terminationMessagePath` (in
+//! `lastState` of a restarted container) and from the log under
+//! `FallbackToLogsOnError` (not for a container that succeeded); `activeDeadlineSeconds`
+//! failing the pod and killing its containers for good; `runAsNonRoot` refusing a
+//! container whose image runs as root while one with `runAsUser: 1000` runs; an
+//! `emptyDir` with `medium: Memory` being a sized tmpfs inside the container and on the
+//! host, gone from the host once the pod is deleted.
+//!
+//! Every wait is "eventually, within a generous deadline", so a loaded machine only
+//! makes the tests slower.
+
+mod agent_support;
+mod common;
+
+use agent_support::*;
+use common::Containerd;
+use serde_json::{json, Value};
+use std::path::Path;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// The node shared by the tests of this binary (see e2e_agent.rs).
+fn node() -> &'static Node {
+    static NODE: OnceLock<&'static Node> = OnceLock::new();
+    NODE.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let node: &'static Node =
+                Box::leak(Box::new(Node::new(Containerd::shared(), "features")));
+            node.start_agent();
+            let _ = tx.send(node);
+            loop {
+                std::thread::park();
+            }
+        });
+        rx.recv().expect("starting the shared agent")
+    })
+}
+
+const START: Duration = Duration::from_secs(60);
+const LONG: Duration = Duration::from_secs(120);
+
+fn terminated<'a>(p: &'a Value, c: &str) -> &'a Value {
+    &cstatus(p, c)["state"]["terminated"]
+}
+
+/// The lines of the host's mount table naming `path` as a mount point.
+fn host_mounts_at(path: &Path) -> Vec<String> {
+    let table = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let want = path.to_str().unwrap();
+    table
+        .lines()
+        .filter(|l| l.split(' ').nth(4) == Some(want))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn termination_message_from_the_file_reaches_last_state() {
+    let n = node();
+    let c = sh(
+        "app",
+        n.image(),
+        "printf 'bye from file' > /dev/termination-log; exit 3",
+    );
+    n.apply(&pod("term-file", json!({"containers": [c]})));
+    let p = n.wait_pod("term-file", "restarted with a message", LONG, |p| {
+        restarts(p, "app") >= 1
+            && cstatus(p, "app")["lastState"]["terminated"]["message"] == "bye from file"
+    });
+    assert_eq!(
+        cstatus(&p, "app")["lastState"]["terminated"]["exitCode"],
+        3,
+        "{p}"
+    );
+    // Each instance got its own world-writable file, named by 8 hex digits.
+    let dir = n
+        .dir
+        .join("pods")
+        .join(n.uid("term-file"))
+        .join("containers/app");
+    let files: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().collect();
+    assert!(files.len() >= 2, "{files:?}");
+    for f in &files {
+        let name = f.file_name().into_string().unwrap();
+        assert!(
+            name.len() == 8 && name.chars().all(|c| c.is_ascii_hexdigit()),
+            "{name}"
+        );
+    }
+    n.delete_pod("term-file");
+}
+
+#[test]
+fn termination_message_falls_back_to_the_log_on_error_only() {
+    let n = node();
+    let mut failing = sh(
+        "failing",
+        n.image(),
+        "echo first; echo 'last words'; sleep 1; exit 2",
+    );
+    failing["terminationMessagePolicy"] = json!("FallbackToLogsOnError");
+    let mut fine = sh("fine", n.image(), "echo all good; sleep 1; exit 0");
+    fine["terminationMessagePolicy"] = json!("FallbackToLogsOnError");
+    let mut custom = sh(
+        "custom",
+        n.image(),
+        "echo noise; printf 'written' > /tmp/why; exit 1",
+    );
+    custom["terminationMessagePolicy"] = json!("FallbackToLogsOnError");
+    custom["terminationMessagePath"] = json!("/tmp/why");
+    n.apply(&pod(
+        "term-logs",
+        json!({"restartPolicy": "Never", "containers": [failing, fine, custom]}),
+    ));
+    let p = n.wait_pod("term-logs", "Failed", LONG, |p| phase(p) == "Failed");
+    assert_eq!(terminated(&p, "failing")["exitCode"], 2, "{p}");
+    assert_eq!(terminated(&p, "failing")["message"], "first\nlast words\n");
+    assert_eq!(terminated(&p, "fine")["exitCode"], 0, "{p}");
+    assert!(terminated(&p, "fine")["message"].is_null(), "{p}");
+    assert_eq!(terminated(&p, "custom")["message"], "written", "{p}");
+    n.delete_pod("term-logs");
+}
+
+#[test]
+fn active_deadline_fails_the_pod_and_kills_its_containers() {
+    let n = node();
+    let c = sh("app", n.image(), "exec sleep 3600");
+    n.apply(&pod(
+        "deadline",
+        json!({"activeDeadlineSeconds": 5, "containers": [c]}),
+    ));
+    n.wait_running("deadline", START);
+    let p = n.wait_pod("deadline", "Failed by its deadline", LONG, |p| {
+        phase(p) == "Failed" && terminated(p, "app").is_object()
+    });
+    assert_eq!(p["status"]["reason"], "DeadlineExceeded", "{p}");
+    assert_eq!(
+        p["status"]["message"],
+        "Pod was active on the node longer than the specified deadline"
+    );
+    assert_eq!(condition(&p, "Ready"), "False");
+    // Killed for good: nothing of the pod runs on the runtime, and it stays Failed.
+    let uid = n.uid("deadline");
+    let cri = n.cri();
+    wait_for("the sandbox stopped", LONG, || {
+        (!cri.sandboxes(&uid).iter().any(sandbox_ready)).then_some(())
+    });
+    assert!(!cri.containers(&uid).iter().any(container_running));
+    assert_eq!(restarts(&n.pod("deadline").unwrap(), "app"), 0);
+    assert_eq!(phase(&n.pod("deadline").unwrap()), "Failed");
+    n.delete_pod("deadline");
+}
+
+#[test]
+fn run_as_non_root_refuses_a_root_image_and_runs_a_user() {
+    let n = node();
+    let root = sh("root", n.image(), "exec sleep 3600");
+    let mut user = sh("user", n.image(), "exec sleep 3600");
+    user["securityContext"] = json!({"runAsUser": 1000});
+    n.apply(&pod(
+        "nonroot",
+        json!({"securityContext": {"runAsNonRoot": true}, "containers": [root, user]}),
+    ));
+    let uid = n.uid("nonroot");
+    let p = n.wait_pod("nonroot", "user running, root refused", START, |p| {
+        cstatus(p, "user")["state"]["running"].is_object()
+            && cstatus(p, "root")["state"]["waiting"]["reason"] == "CreateContainerConfigError"
+    });
+    assert_eq!(
+        cstatus(&p, "root")["state"]["waiting"]["message"],
+        format!(
+            "container has runAsNonRoot and image will run as root (pod: \"nonroot_{NS}({uid})\", container: root)"
+        )
+    );
+    assert_eq!(phase(&p), "Pending");
+    let (code, out, _) = n.exec("nonroot", "user", &["id", "-u"]);
+    assert_eq!((code, out.as_str()), (0, "1000\n"));
+    // The refused container was never created.
+    let names: Vec<String> = n
+        .cri()
+        .containers(&uid)
+        .iter()
+        .filter_map(|c| c.metadata.as_ref().map(|m| m.name.clone()))
+        .collect();
+    assert_eq!(names, ["user"]);
+    n.delete_pod("nonroot");
+}
+
+#[test]
+fn memory_empty_dir_is_a_tmpfs_gone_with_the_pod() {
+    let n = node();
+    let mut c = sh("app", n.image(), "echo kept > /mem/f; exec sleep 3600");
+    c["volumeMounts"] = json!([
+        {"name": "mem", "mountPath": "/mem"},
+        {"name": "disk", "mountPath": "/disk"},
+    ]);
+    n.apply(&pod(
+        "memvol",
+        json!({
+            "volumes": [
+                {"name": "mem", "emptyDir": {"medium": "Memory", "sizeLimit": "8Mi"}},
+                {"name": "disk", "emptyDir": {}},
+            ],
+            "containers": [c],
+        }),
+    ));
+    n.wait_running("memvol", START);
+    let (code, mounts, _) = n.exec("memvol", "app", &["cat", "/proc/mounts"]);
+    assert_eq!(code, 0);
+    let line = |at: &str| {
+        mounts
+            .lines()
+            .find(|l| l.split(' ').nth(1) == Some(at))
+            .unwrap_or("")
+            .to_string()
+    };
+    let mem = line("/mem");
+    assert!(mem.starts_with("tmpfs /mem tmpfs "), "{mounts}");
+    assert!(mem.contains("size=8192k"), "{mem}");
+    // The disk emptyDir is the pods directory's filesystem (itself a tmpfs on some test
+    // machines), not a mount of its own.
+    let disk = line("/disk");
+    assert!(!disk.is_empty() && !disk.contains("size=8192k"), "{mounts}");
+    // On the host: the volume directory is a tmpfs mount holding the container's file.
+    let pod_dir = n.dir.join("pods").join(n.uid("memvol"));
+    let vol = pod_dir.join("volumes/kubernetes.io~empty-dir/mem");
+    let m = host_mounts_at(&vol);
+    assert_eq!(m.len(), 1, "{m:?}");
+    assert!(m[0].contains(" - tmpfs "), "{m:?}");
+    wait_for("the container's file on the host", START, || {
+        (std::fs::read_to_string(vol.join("f")).ok()? == "kept\n").then_some(())
+    });
+    n.delete_pod("memvol");
+    wait_for("the pod directory removed", LONG, || {
+        (!pod_dir.exists()).then_some(())
+    });
+    assert_eq!(host_mounts_at(&vol), Vec::<String>::new());
+}
