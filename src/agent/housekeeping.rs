@@ -2,11 +2,13 @@
 //! pass never delays the PLEG: image GC (`imageGC.period`), container GC with on-disk
 //! leftovers (`containerGC.period`) and container log rotation (every 10 s, kubelet's
 //! log manager period). A pass never overlaps itself; a failed pass is logged and the
-//! next one retries. The sync loop hands over the desired pods, since only it knows
+//! next one retries. On the container GC period it also measures disk emptyDirs against
+//! their `sizeLimit` (inline: a bounded directory walk, see `gc::empty_dir_limit`). The sync loop hands over the desired pods, since only it knows
 //! which pods exist.
 
 use super::context::Context;
 use crate::gc::container;
+use crate::gc::empty_dir_limit::SizeLimits;
 use crate::gc::image::ImageGc;
 use crate::gc::logs::LogRotator;
 use crate::model::Pod;
@@ -43,6 +45,7 @@ pub struct Housekeeping {
     image_gc: Slot<ImageGc>,
     rotator: Slot<LogRotator>,
     container_gc: Option<Task<()>>,
+    size_limits: SizeLimits,
     next_image: Instant,
     next_container: Instant,
     next_rotation: Instant,
@@ -59,6 +62,7 @@ impl Housekeeping {
                 cfg.container_log_max_files,
             )),
             container_gc: None,
+            size_limits: SizeLimits::default(),
             // The first passes wait one period: right after a (re)start the runtime may
             // still be coming back, and nothing is urgent.
             next_image: now + cfg.image_gc.period,
@@ -85,6 +89,7 @@ impl Housekeeping {
         if now >= self.next_container && self.container_gc.as_ref().is_none_or(|t| t.is_finished())
         {
             self.next_container = now + ctx.cfg.container_gc.period;
+            self.size_limits.check(&ctx.cfg.pods_dir, desired);
             let uids: Vec<String> = desired.iter().map(|p| p.metadata.uid.clone()).collect();
             let ctx = ctx.clone();
             self.container_gc = Some(crate::rt::spawn(async move {

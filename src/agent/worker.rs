@@ -314,6 +314,14 @@ impl Worker {
     /// Whether the pod is past its activeDeadlineSeconds; when not yet, the worker's
     /// timer is set to wake it at the deadline.
     fn check_deadline(&mut self) -> bool {
+        // A pod that has succeeded stays Succeeded (kubelet refuses terminal-phase changes).
+        let succeeded = self
+            .last_status
+            .as_ref()
+            .is_some_and(|s| s.phase == Some(crate::model::status::PodPhase::Succeeded));
+        if succeeded && !self.deadline_exceeded {
+            return false;
+        }
         let now = SystemTime::now();
         let start = self
             .last_status

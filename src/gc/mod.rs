@@ -6,6 +6,8 @@
 //!   with the image references of every container of every desired pod.
 //! - [`container::pass`] every `containerGC.period` with the UIDs of the desired pods
 //!   (only once every pod source is loaded).
+//! - [`empty_dir_limit::SizeLimits::check`] on the container GC period with the desired
+//!   pods (a warning per disk emptyDir over its `sizeLimit`).
 //! - [`logs::LogRotator::new`] once, then [`logs::LogRotator::pass`] every
 //!   [`logs::PERIOD`].
 //!
@@ -16,10 +18,12 @@
 //! - [`container_policy`]: which dead containers and sandboxes go.
 //! - [`container`]: the container GC pass (removals through CRI, leftovers on disk).
 //! - [`leftovers`]: volume and log directories of deleted pods.
+//! - [`empty_dir_limit`]: disk emptyDir usage against `sizeLimit` (warn, not evict).
 //! - [`logs`]: container log rotation (rename + ReopenContainerLog).
 
 pub mod container;
 pub mod container_policy;
+pub mod empty_dir_limit;
 pub mod image;
 pub mod image_policy;
 pub mod image_records;
