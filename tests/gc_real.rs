@@ -12,7 +12,7 @@ use tinylet::config::Config;
 use tinylet::cri::{pb, CriClient};
 use tinylet::gc::image::ImageGc;
 use tinylet::gc::logs::LogRotator;
-use tinylet::kuberuntime::labels;
+use tinylet::kuberuntime::{labels, termination};
 use tinylet::logs::{files, read};
 use tinylet::rt::block_on;
 
@@ -105,7 +105,27 @@ async fn run_container(
     ours: bool,
 ) -> String {
     let meta = sb_cfg.metadata.clone().unwrap();
+    // Our containers get a termination-message file as the agent makes them, under the
+    // config's podsDir (the sibling of the sandbox's log root, see `config`).
+    let mut mounts = Vec::new();
+    let mut annotations = BTreeMap::new();
+    if ours {
+        let root = Path::new(&sb_cfg.log_directory)
+            .parent()
+            .unwrap()
+            .parent()
+            .unwrap();
+        let dir = termination::container_dir(&root.join("pods"), &meta.uid, name);
+        let file = termination::create_file(&dir).unwrap();
+        mounts.push(termination::mount(&file, "/dev/termination-log"));
+        annotations.insert(
+            labels::CONTAINER_TERMINATION_MESSAGE_PATH.to_string(),
+            "/dev/termination-log".to_string(),
+        );
+    }
     let config = pb::ContainerConfig {
+        mounts,
+        annotations,
         metadata: Some(pb::ContainerMetadata {
             name: name.into(),
             attempt,
@@ -387,6 +407,13 @@ fn container_gc_keeps_the_newest_dead_and_cleans_deleted_pods() {
         logs.sort();
         assert_eq!(logs, ["3.log"]);
         assert!(vol.exists(), "a desired pod's volumes stay");
+        // So did their termination-message files: the newest container's is left.
+        let term_dir = termination::container_dir(&cfg.pods_dir, uid, "app");
+        let left_files = std::fs::read_dir(&term_dir).unwrap().count();
+        assert_eq!(left_files, 1, "{}", term_dir.display());
+        let newest = cri.runtime.container_status(&ids[3]).await.unwrap();
+        let file = termination::host_file(&newest).unwrap();
+        assert!(Path::new(file).exists(), "{file}");
 
         // A second pass changes nothing.
         let r = tinylet::gc::container::pass(&cri.runtime, &cfg, &desired, SystemTime::now())
