@@ -197,6 +197,39 @@ mod tests {
         assert_eq!(unescape_octal(r"/x\134y\0"), r"/x\y\0");
     }
 
+    /// After an agent restart a deleted pod's memory emptyDir is still mounted: the sweep
+    /// unmounts it and removes the directory; any other mount keeps a directory.
+    /// Needs the right to mount (root, as the agent); skipped without it.
+    #[test]
+    fn unmounts_leftover_memory_empty_dirs_and_keeps_other_mounts() {
+        let root = std::env::temp_dir().join(format!("tinylet-leftmem-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let (pods, logs) = (root.join("pods"), root.join("logs"));
+        let mem = pods.join("gone/volumes/kubernetes.io~empty-dir/mem");
+        let other = pods.join("other/volumes/kubernetes.io~configmap/c");
+        for d in [&mem, &other] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        match crate::kuberuntime::tmpfs::ensure(&mem, Some(1 << 20)) {
+            Ok(true) => {}
+            Err(e) if e.raw_os_error() == Some(1) => {
+                eprintln!("skipped: cannot mount here ({e})");
+                std::fs::remove_dir_all(&root).unwrap();
+                return;
+            }
+            r => panic!("mounting a tmpfs: {r:?}"),
+        }
+        crate::kuberuntime::tmpfs::ensure(&other, None).unwrap();
+        std::fs::write(mem.join("f"), b"in memory").unwrap();
+        let r = sweep(&pods, &logs, &HashSet::new(), &HashSet::new());
+        assert_eq!(r.removed, [pods.join("gone")], "{r:?}");
+        assert!(!pods.join("gone").exists());
+        assert_eq!(r.failed.len(), 1, "{r:?}");
+        assert!(other.exists(), "a directory with a foreign mount stays");
+        rustix::mount::unmount(&other, rustix::mount::UnmountFlags::empty()).unwrap();
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
     #[test]
     fn removes_only_dirs_of_pods_neither_desired_nor_with_a_sandbox() {
         let root = std::env::temp_dir().join(format!("tinylet-leftovers-{}", std::process::id()));

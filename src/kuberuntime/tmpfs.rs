@@ -84,6 +84,30 @@ mod tests {
         assert_eq!(options(Some(16 << 20)), "size=16777216");
     }
 
+    /// Needs the right to mount (root, as the agent); skipped without it.
+    #[test]
+    fn mounts_once_with_its_size_and_unmounts() {
+        let d = std::env::temp_dir().join(format!("tinylet-tmpfs-m-{}", std::process::id()));
+        let vol = d.join("volumes").join(EMPTY_DIR_PLUGIN).join("m");
+        std::fs::create_dir_all(&vol).unwrap();
+        match ensure(&vol, Some(2 << 20)) {
+            Ok(true) => {}
+            Err(e) if e.raw_os_error() == Some(1) => {
+                eprintln!("skipped: cannot mount here ({e})");
+                std::fs::remove_dir_all(&d).unwrap();
+                return;
+            }
+            r => panic!("mounting: {r:?}"),
+        }
+        assert!(is_mount_point(&vol).unwrap());
+        assert!(!ensure(&vol, Some(2 << 20)).unwrap(), "already mounted");
+        let st = rustix::fs::statvfs(&vol).unwrap();
+        assert_eq!(st.f_blocks * st.f_frsize, 2 << 20);
+        assert_eq!(unmount_empty_dirs(&d).unwrap(), [vol.clone()]);
+        assert!(!is_mount_point(&vol).unwrap());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
     #[test]
     fn plain_directories_are_not_mount_points() {
         let d = std::env::temp_dir().join(format!("tinylet-tmpfs-{}", std::process::id()));
