@@ -103,7 +103,7 @@ mod tests {
         assert!(!ensure(&vol, Some(2 << 20)).unwrap(), "already mounted");
         let st = rustix::fs::statvfs(&vol).unwrap();
         assert_eq!(st.f_blocks * st.f_frsize, 2 << 20);
-        assert_eq!(unmount_empty_dirs(&d).unwrap(), [vol.clone()]);
+        assert_eq!(unmount_empty_dirs(&d).unwrap(), std::slice::from_ref(&vol));
         assert!(!is_mount_point(&vol).unwrap());
         std::fs::remove_dir_all(&d).unwrap();
     }
