@@ -11,8 +11,9 @@
 //!   quarantine/TIME-KIND-FILE       0700  files that did not parse, newest 32 kept
 //! ```
 //! Names are DNS-1123 (validated by the model) and re-checked where they become paths
-//! ([`layout::file_name`]). Every write is write-temp, fsync, rename, fsync-directory
-//! ([`atomic`]); readers skip temp files and [`Store::open`] removes those of writers
+//! ([`layout::file_name`]). Every write of desired state is write-temp, fsync, rename,
+//! fsync-directory ([`atomic`]); status files, derived data, skip the fsyncs
+//! ([`status`]). Readers skip temp files and [`Store::open`] removes those of writers
 //! that are gone.
 //!
 //! # Read-only manifest directories and precedence
@@ -75,6 +76,22 @@ pub enum Origin {
     State,
     /// A read-only manifest file.
     Firmware(PathBuf),
+}
+
+/// What [`Store::changes`] found changed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Changes {
+    /// A pod may have been added, changed or removed.
+    pub pods: bool,
+    /// A configMap or secret may have changed (pods may read them).
+    pub objects: bool,
+}
+
+impl Changes {
+    /// Whether anything may have changed.
+    pub fn any(self) -> bool {
+        self.pods || self.objects
+    }
 }
 
 /// An object as the agent should see it, with its origin.
@@ -256,7 +273,24 @@ impl Store {
     /// Whether any desired object (state or firmware) may have changed since the last
     /// call; the first call says yes. Cheap enough for every PLEG period.
     pub fn changed(&mut self) -> bool {
-        self.watch_mut().changed()
+        self.changes().any()
+    }
+
+    /// Which kinds of desired objects may have changed since the last call (the first
+    /// call says all). A firmware directory may hold any kind: its change counts for
+    /// all of them.
+    pub fn changes(&mut self) -> Changes {
+        let dirs = self.watch_mut().poll();
+        let kind = |k: Kind| {
+            let i = Kind::ALL.iter().position(|x| *x == k).unwrap_or(0);
+            dirs.dir(i)
+        };
+        let firmware =
+            (Kind::ALL.len()..Kind::ALL.len() + self.firmware.dirs().len()).any(|i| dirs.dir(i));
+        Changes {
+            pods: firmware || kind(Kind::Pod),
+            objects: firmware || kind(Kind::ConfigMap) || kind(Kind::Secret),
+        }
     }
 
     /// The change watch's fd (readable when a change is pending), to register with the

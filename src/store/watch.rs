@@ -16,6 +16,10 @@
 //!
 //! A manifest directory that does not exist when the store opens is not watched;
 //! firmware directories are fixed at boot.
+//!
+//! [`Watch::poll`] also says *which* directories changed (by their index in the list
+//! given to [`Watch::new`]), so the agent can tell a pod change from a configMap or
+//! secret change and wake only the workers that need it.
 
 use super::atomic::is_temp;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -24,10 +28,41 @@ use std::mem::MaybeUninit;
 use std::path::PathBuf;
 use std::time::SystemTime;
 
+/// Which of the watched directories changed: bit `i` is the directory at index `i` of
+/// the list given to [`Watch::new`] (directories past 63 share bit 63).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Changed(u64);
+
+impl Changed {
+    /// Every directory (first poll, overflow, read error: look at everything).
+    pub const ALL: Changed = Changed(u64::MAX);
+
+    fn bit(index: usize) -> u64 {
+        1 << index.min(63)
+    }
+
+    /// Whether anything changed.
+    pub fn any(self) -> bool {
+        self.0 != 0
+    }
+
+    /// Whether directory `index` changed.
+    pub fn dir(self, index: usize) -> bool {
+        self.0 & Self::bit(index) != 0
+    }
+
+    fn mark(&mut self, index: usize) {
+        self.0 |= Self::bit(index);
+    }
+}
+
 /// Watches a set of directories for changes to their entries.
 pub struct Watch {
+    /// Every directory given, missing ones included, so indices stay stable.
     dirs: Vec<PathBuf>,
     inotify: Option<OwnedFd>,
+    /// The inotify watch descriptor of each directory (`None`: missing, not watched).
+    wds: Vec<Option<i32>>,
     /// Fallback state: each directory's last seen mtime.
     mtimes: Vec<Option<SystemTime>>,
     /// True until the first poll: the first poll always reports a change.
@@ -35,10 +70,10 @@ pub struct Watch {
 }
 
 impl Watch {
-    /// Watches `dirs`; directories that do not exist are skipped.
+    /// Watches `dirs`; directories that do not exist are skipped (they never change).
     pub fn new(dirs: Vec<PathBuf>) -> Watch {
-        let dirs: Vec<PathBuf> = dirs.into_iter().filter(|d| d.is_dir()).collect();
-        let inotify = match Self::init_inotify(&dirs) {
+        let mut wds = vec![None; dirs.len()];
+        let inotify = match Self::init_inotify(&dirs, &mut wds) {
             Ok(fd) => Some(fd),
             Err(e) => {
                 log::warn!(
@@ -51,12 +86,13 @@ impl Watch {
         Watch {
             dirs,
             inotify,
+            wds,
             mtimes,
             fresh: true,
         }
     }
 
-    fn init_inotify(dirs: &[PathBuf]) -> rustix::io::Result<OwnedFd> {
+    fn init_inotify(dirs: &[PathBuf], wds: &mut [Option<i32>]) -> rustix::io::Result<OwnedFd> {
         let fd = inotify::init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC)?;
         let mask = WatchFlags::MOVED_TO
             | WatchFlags::MOVED_FROM
@@ -65,8 +101,10 @@ impl Watch {
             | WatchFlags::DELETE_SELF
             | WatchFlags::MOVE_SELF
             | WatchFlags::ONLYDIR;
-        for d in dirs {
-            inotify::add_watch(&fd, d, mask)?;
+        for (d, wd) in dirs.iter().zip(wds.iter_mut()) {
+            if d.is_dir() {
+                *wd = Some(inotify::add_watch(&fd, d, mask)?);
+            }
         }
         Ok(fd)
     }
@@ -74,12 +112,25 @@ impl Watch {
     /// Whether anything changed since the last call (the first call says yes). Never
     /// blocks; errors count as a change, so the caller rereads rather than misses one.
     pub fn changed(&mut self) -> bool {
-        let mut changed = std::mem::take(&mut self.fresh);
-        match &self.inotify {
-            Some(fd) => changed |= drain(fd),
-            None => changed |= self.mtimes_moved(),
+        self.poll().any()
+    }
+
+    /// Which directories changed since the last call (the first call says all). Never
+    /// blocks; errors count as a change of every directory.
+    pub fn poll(&mut self) -> Changed {
+        if std::mem::take(&mut self.fresh) {
+            // Consume what is pending, so the next poll starts from now.
+            self.poll_now();
+            return Changed::ALL;
         }
-        changed
+        self.poll_now()
+    }
+
+    fn poll_now(&mut self) -> Changed {
+        match &self.inotify {
+            Some(fd) => drain(fd, &self.wds),
+            None => self.mtimes_moved(),
+        }
     }
 
     /// The inotify fd (readable when a change is pending), for registering with the
@@ -93,12 +144,12 @@ impl Watch {
         self.inotify.is_some()
     }
 
-    fn mtimes_moved(&mut self) -> bool {
-        let mut moved = false;
-        for (dir, last) in self.dirs.iter().zip(self.mtimes.iter_mut()) {
+    fn mtimes_moved(&mut self) -> Changed {
+        let mut moved = Changed::default();
+        for (i, (dir, last)) in self.dirs.iter().zip(self.mtimes.iter_mut()).enumerate() {
             let now = std::fs::metadata(dir).and_then(|m| m.modified()).ok();
-            if now != *last || now.is_none() {
-                moved = true;
+            if now != *last {
+                moved.mark(i);
                 *last = now;
             }
         }
@@ -106,27 +157,37 @@ impl Watch {
     }
 }
 
-/// Reads every pending event; true when one of them is about a non-temp entry, the
-/// queue overflowed, or reading failed.
-fn drain(fd: &OwnedFd) -> bool {
+/// Reads every pending event; marks the directory of each event about a non-temp
+/// entry, and every directory when the queue overflowed or reading failed.
+fn drain(fd: &OwnedFd, wds: &[Option<i32>]) -> Changed {
     let mut buf = [MaybeUninit::<u8>::uninit(); 1024];
     let mut reader = inotify::Reader::new(fd, &mut buf);
-    let mut changed = false;
+    let mut changed = Changed::default();
     loop {
         match reader.next() {
             Ok(ev) => {
+                if ev.events().contains(ReadFlags::QUEUE_OVERFLOW) {
+                    changed = Changed::ALL;
+                    continue;
+                }
                 let temp = ev
                     .file_name()
                     .and_then(|n| n.to_str().ok())
                     .is_some_and(is_temp);
-                let overflow = ev.events().contains(ReadFlags::QUEUE_OVERFLOW);
-                changed |= overflow || !temp;
+                if temp {
+                    continue;
+                }
+                match wds.iter().position(|w| *w == Some(ev.wd())) {
+                    Some(i) => changed.mark(i),
+                    // Not one of ours (cannot happen): look at everything.
+                    None => changed = Changed::ALL,
+                }
             }
             Err(rustix::io::Errno::AGAIN) => return changed,
             Err(rustix::io::Errno::INTR) => continue,
             Err(e) => {
                 log::warn!("reading inotify events: {e}");
-                return true;
+                return Changed::ALL;
             }
         }
     }
@@ -152,6 +213,27 @@ mod tests {
         assert!(!w.changed());
         std::fs::remove_file(d.join("a_b.json")).unwrap();
         assert!(w.changed());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn says_which_directory_changed() {
+        let d = std::env::temp_dir().join(format!("tinylet-watch-dirs-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        let (a, b) = (d.join("a"), d.join("b"));
+        std::fs::create_dir_all(&a).unwrap();
+        std::fs::create_dir_all(&b).unwrap();
+        // The missing directory in the middle keeps its index: b stays index 2.
+        let mut w = Watch::new(vec![a.clone(), d.join("missing"), b.clone()]);
+        assert_eq!(w.poll(), Changed::ALL, "first poll");
+        assert!(!w.poll().any());
+        std::fs::write(b.join("x_y.json"), b"{}").unwrap();
+        let c = w.poll();
+        assert!(c.dir(2) && !c.dir(0) && !c.dir(1), "{c:?}");
+        std::fs::write(a.join("x_y.json"), b"{}").unwrap();
+        std::fs::write(b.join(".tmp-1-1"), b"x").unwrap();
+        let c = w.poll();
+        assert!(c.dir(0) && !c.dir(2), "temp files do not count: {c:?}");
         std::fs::remove_dir_all(&d).unwrap();
     }
 }
