@@ -37,11 +37,24 @@ static SEQ: AtomicU64 = AtomicU64::new(0);
 /// temp file is created with it, so a secret is never readable by others, not even for
 /// a moment). Returns the number of bytes written.
 pub fn write_file(dir: &Path, name: &str, bytes: &[u8], mode: u32) -> io::Result<u64> {
+    replace(dir, name, bytes, mode, true)
+}
+
+/// Replaces `dir/name` with `bytes` atomically but without fsync: readers see the old
+/// or the new content, never a mix, but after a power cut the file may hold the old
+/// content, or (on some filesystems) be empty. Only for derived data that the agent
+/// rewrites anyway (pod status): it keeps the disk flush off the agent's path.
+pub fn replace_file(dir: &Path, name: &str, bytes: &[u8], mode: u32) -> io::Result<u64> {
+    replace(dir, name, bytes, mode, false)
+}
+
+/// Temp file, rename; with `durable`, fsync of the file before and of `dir` after.
+fn replace(dir: &Path, name: &str, bytes: &[u8], mode: u32, durable: bool) -> io::Result<u64> {
     let seq = SEQ.fetch_add(1, Ordering::Relaxed);
     let tmp = dir.join(format!("{TEMP_PREFIX}{}-{seq}", std::process::id()));
-    let result = write_temp(&tmp, bytes, mode)
+    let result = write_temp(&tmp, bytes, mode, durable)
         .and_then(|()| std::fs::rename(&tmp, dir.join(name)))
-        .and_then(|()| sync_dir(dir));
+        .and_then(|()| if durable { sync_dir(dir) } else { Ok(()) });
     if result.is_err() {
         // Best effort: the temp file may not exist, or may already be renamed.
         let _ = std::fs::remove_file(&tmp);
@@ -49,15 +62,19 @@ pub fn write_file(dir: &Path, name: &str, bytes: &[u8], mode: u32) -> io::Result
     result.map(|()| bytes.len() as u64)
 }
 
-/// Creates `path` (which must not exist) with `mode`, writes `bytes` and fsyncs it.
-fn write_temp(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+/// Creates `path` (which must not exist) with `mode`, writes `bytes`, fsyncs it when
+/// `durable`.
+fn write_temp(path: &Path, bytes: &[u8], mode: u32, durable: bool) -> io::Result<()> {
     let mut f = OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(mode)
         .open(path)?;
     f.write_all(bytes)?;
-    f.sync_all()
+    if durable {
+        f.sync_all()?;
+    }
+    Ok(())
 }
 
 /// Removes `dir/name` durably. Returns false when it did not exist.

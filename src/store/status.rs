@@ -6,6 +6,10 @@
 //! disk) is remembered per pod, so an unchanged status costs one serialization and a
 //! hash - no file read, no write. After a restart the first report of each pod reads
 //! its file once and writes only if it differs.
+//!
+//! Status is derived from the runtime, so it is replaced atomically but not fsync'd:
+//! only desired state needs to survive a power cut. A status file lost or emptied by
+//! one is read as absent (logged) and written again on the pod's next sync.
 
 use super::atomic;
 use super::digest::fnv1a128;
@@ -46,7 +50,9 @@ impl StatusFiles {
             self.known.insert(file, digest);
             return Ok(0);
         }
-        let n = atomic::write_file(&self.dir, &file, &bytes, atomic::PLAIN_FILE_MODE).at(&path)?;
+        // Derived data, rewritten on the next change: no fsync (see atomic::replace_file).
+        let n =
+            atomic::replace_file(&self.dir, &file, &bytes, atomic::PLAIN_FILE_MODE).at(&path)?;
         self.known.insert(file, digest);
         Ok(n)
     }
