@@ -105,6 +105,23 @@ impl Channel {
         req: &Req,
         timeout: Option<Duration>,
     ) -> Result<Resp, CriError> {
+        let message = self.unary_bytes(method, req, timeout).await?;
+        Resp::decode(message).map_err(|e| {
+            CriError::new(
+                Code::Internal,
+                method,
+                format!("decoding the response: {e}"),
+            )
+        })
+    }
+
+    /// [`Channel::unary`] without decoding: the response message's bytes.
+    pub async fn unary_bytes<Req: prost::Message>(
+        &self,
+        method: &'static str,
+        req: &Req,
+        timeout: Option<Duration>,
+    ) -> Result<Bytes, CriError> {
         let call = self.call(method, req, timeout);
         let message = match timeout {
             None => call.await?,
@@ -120,13 +137,7 @@ impl Channel {
                 smol::future::or(call, deadline).await?
             }
         };
-        Resp::decode(message).map_err(|e| {
-            CriError::new(
-                Code::Internal,
-                method,
-                format!("decoding the response: {e}"),
-            )
-        })
+        Ok(message)
     }
 
     /// Sends the request and reads the answer's message bytes.

@@ -15,6 +15,7 @@ mod error;
 mod grpc;
 mod image;
 pub mod io;
+pub mod list_items;
 pub mod pb;
 mod response;
 mod runtime;

@@ -6,8 +6,9 @@
 //! network), that plus the grace period for StopContainer, and that plus the command's
 //! own limit for ExecSync. Errors are [`CriError`]s naming the method.
 
-use super::pb;
+use super::{list_items, pb};
 use super::{Channel, Code, CriError};
+use bytes::Bytes;
 use std::time::Duration;
 
 /// The API version kubelet announces in VersionRequest.
@@ -141,6 +142,16 @@ impl RuntimeClient {
         Ok(resp.items)
     }
 
+    /// Every sandbox, undecoded: the encoded `PodSandbox` of each (see [`list_items`]).
+    pub async fn list_pod_sandbox_items(&self) -> Result<Vec<Bytes>, CriError> {
+        let req = pb::ListPodSandboxRequest { filter: None };
+        let message = self
+            .channel
+            .unary_bytes(LIST_POD_SANDBOX, &req, Some(self.timeout))
+            .await?;
+        list_items::items(&message).map_err(|e| CriError::new(Code::Internal, LIST_POD_SANDBOX, e))
+    }
+
     /// Creates a container in sandbox `pod_sandbox_id`; returns its id.
     /// `sandbox_config` is the config the sandbox was created with.
     pub async fn create_container(
@@ -202,6 +213,16 @@ impl RuntimeClient {
         let resp: pb::ListContainersResponse =
             self.call(LIST_CONTAINERS, &req, Some(self.timeout)).await?;
         Ok(resp.containers)
+    }
+
+    /// Every container, undecoded: the encoded `Container` of each (see [`list_items`]).
+    pub async fn list_containers_items(&self) -> Result<Vec<Bytes>, CriError> {
+        let req = pb::ListContainersRequest { filter: None };
+        let message = self
+            .channel
+            .unary_bytes(LIST_CONTAINERS, &req, Some(self.timeout))
+            .await?;
+        list_items::items(&message).map_err(|e| CriError::new(Code::Internal, LIST_CONTAINERS, e))
     }
 
     /// The container's status; `NotFound` when it does not exist.
