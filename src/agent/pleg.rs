@@ -5,8 +5,13 @@
 //!
 //! Only objects carrying our `io.kubernetes.pod.uid` label are looked at: anything else
 //! on the runtime belongs to someone else and is never touched.
+//!
+//! Most relists find nothing new. The lists arrive undecoded and their [`fingerprint`]
+//! is compared with the last one first: only when it differs are the objects decoded
+//! and a snapshot built, so an idle agent allocates almost nothing per period.
 
 use crate::cri::pb;
+use bytes::Bytes;
 use std::collections::BTreeMap;
 
 /// Label that ties a sandbox or container to its pod.
@@ -76,6 +81,45 @@ impl Event {
             | Event::SandboxChanged { pod_uid, .. } => pod_uid,
         }
     }
+}
+
+/// A digest of two list answers that does not depend on the order of their items
+/// (runtimes list from hash maps): equal answers give equal fingerprints, and any
+/// change to an item changes the fingerprint but for a 2^-64 chance.
+pub fn fingerprint(sandboxes: &[Bytes], containers: &[Bytes]) -> u64 {
+    let sum = |items: &[Bytes]| {
+        items
+            .iter()
+            .fold(0u64, |acc, item| acc.wrapping_add(mix(fnv1a64(item))))
+    };
+    // Different multipliers keep a sandbox and a container with equal bytes apart.
+    sum(sandboxes)
+        .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        .wrapping_add(sum(containers))
+        ^ ((sandboxes.len() as u64) << 32 | containers.len() as u64)
+}
+
+/// 64-bit FNV-1a.
+fn fnv1a64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// A finalizer (splitmix64's) so that sums of digests do not cancel in simple ways.
+fn mix(mut x: u64) -> u64 {
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// Decodes the items of a list answer; the error names the first bad item.
+pub fn decode<M: prost::Message + Default>(items: &[Bytes]) -> Result<Vec<M>, String> {
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, b)| M::decode(b.clone()).map_err(|e| format!("item {i}: {e}")))
+        .collect()
 }
 
 /// Builds a snapshot from the two list answers. Objects without our UID label are skipped.
@@ -299,6 +343,33 @@ mod tests {
         c.metadata = None;
         let snap = snapshot(&[], &[c]);
         assert_eq!(snap["u1"].containers[0].state, ContainerUnknown);
+    }
+
+    #[test]
+    fn fingerprint_ignores_order_and_sees_changes() {
+        use prost::Message;
+        let enc = |m: &dyn Fn() -> pb::Container| Bytes::from(m().encode_to_vec());
+        let a = enc(&|| container("c1", "u1", ContainerRunning));
+        let b = enc(&|| container("c2", "u1", ContainerRunning));
+        let b_exited = enc(&|| container("c2", "u1", ContainerExited));
+        let s = Bytes::from(sandbox("s1", "u1", true).encode_to_vec());
+        let (sa, ab, ba) = (
+            vec![s.clone()],
+            vec![a.clone(), b.clone()],
+            vec![b, a.clone()],
+        );
+        let fp = fingerprint(&sa, &ab);
+        assert_eq!(fp, fingerprint(&sa, &ba));
+        assert_ne!(fp, fingerprint(&sa, &[a.clone(), b_exited]));
+        assert_ne!(fp, fingerprint(&sa, &ab[..1]));
+        assert_ne!(fp, fingerprint(&[], &ab));
+        assert_ne!(
+            fingerprint(&ab[..1], &ba[..1]),
+            fingerprint(&ba[..1], &ab[..1])
+        );
+        let decoded: Vec<pb::Container> = decode(&ab).unwrap();
+        assert_eq!(decoded[1].id, "c2");
+        assert!(decode::<pb::Container>(&[Bytes::from_static(&[0x0b])]).is_err());
     }
 
     #[test]

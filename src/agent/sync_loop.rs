@@ -9,6 +9,7 @@ use super::housekeeping::Housekeeping;
 use super::pleg::{self, Snapshot};
 use super::worker::{self, Msg};
 use super::{kill, observe};
+use crate::cri::pb;
 use crate::model::Pod;
 use async_io::Async;
 use rustix::fd::OwnedFd;
@@ -16,7 +17,7 @@ use smol::channel::Sender;
 use smol::{future, Task, Timer};
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 struct WorkerHandle {
     tx: Sender<Msg>,
@@ -29,6 +30,8 @@ pub struct SyncLoop {
     ctx: Rc<Context>,
     workers: BTreeMap<String, WorkerHandle>,
     last: Option<Snapshot>,
+    /// [`pleg::fingerprint`] of the lists `last` was built from.
+    last_fingerprint: u64,
     orphans: BTreeMap<String, Task<()>>,
     relist_failing: bool,
     ready: bool,
@@ -42,36 +45,50 @@ impl SyncLoop {
             ctx,
             workers: BTreeMap::new(),
             last: None,
+            last_fingerprint: 0,
             orphans: BTreeMap::new(),
             relist_failing: false,
             ready: false,
         }
     }
 
-    /// Runs forever: a tick every PLEG period, and at once when the store's watch
-    /// says a desired object changed (so `apply` does not wait for the next period).
+    /// Runs forever: a tick every PLEG period, and in between, at once, whatever the
+    /// store's watch reports (so `apply` does not wait for the period, and a store
+    /// change costs no relist: a new pod's worker starts straight away).
     pub async fn run(mut self) {
         let watch = self.store_watch();
         loop {
             self.tick().await;
-            let period = Timer::after(self.ctx.cfg.pleg_period);
-            match &watch {
-                Some(w) => {
-                    future::or(
-                        async {
-                            let _ = w.readable().await;
-                        },
-                        async {
-                            period.await;
-                        },
-                    )
-                    .await
-                }
-                None => {
-                    period.await;
+            let next = Instant::now() + self.ctx.cfg.pleg_period;
+            if let Some(w) = &watch {
+                while Self::store_event_before(w, next).await {
+                    self.store_changes();
                 }
             }
+            Timer::at(next).await;
         }
+    }
+
+    /// Waits for the store's watch to turn readable (true) or for `deadline` (false).
+    /// A watch that fails waits for the deadline (the tick polls the store anyway).
+    async fn store_event_before(watch: &Async<OwnedFd>, deadline: Instant) -> bool {
+        future::or(
+            async {
+                match watch.readable().await {
+                    Ok(()) => true,
+                    Err(e) => {
+                        log::debug!("store watch: {e}");
+                        Timer::at(deadline).await;
+                        false
+                    }
+                }
+            },
+            async {
+                Timer::at(deadline).await;
+                false
+            },
+        )
+        .await
     }
 
     /// The store's inotify fd registered with the reactor (a duplicate, so the store
@@ -86,14 +103,9 @@ impl SyncLoop {
 
     /// One period: store changes, relist, events, orphans, finished workers.
     pub async fn tick(&mut self) {
-        let changed = self.ctx.store.borrow_mut().changed();
-        if changed {
-            self.reconcile_desired();
-            // A ConfigMap or Secret may have changed: let every pod refresh its
-            // projected files and env sources.
-            self.wake_all();
-        }
+        self.store_changes();
         self.relist().await;
+        let before = self.workers.len();
         self.workers.retain(|uid, w| {
             let done = w.deleting && w.task.is_finished();
             if done {
@@ -101,6 +113,11 @@ impl SyncLoop {
             }
             !done
         });
+        if self.workers.len() < before {
+            // A pod applied again with the same uid while its old self was being
+            // deleted was skipped then: it gets its worker now.
+            self.reconcile_desired();
+        }
         self.orphans.retain(|_, t| !t.is_finished());
         // GC needs the complete desired set: only once the store has been read.
         if self.ready {
@@ -111,6 +128,20 @@ impl SyncLoop {
                 .map(|w| &w.pod)
                 .collect();
             self.housekeeping.tick(&self.ctx, &desired).await;
+        }
+    }
+
+    /// Acts on what changed in the store since the last look: wakes every pod when a
+    /// configMap or secret changed (it may project or read it), then starts, updates
+    /// and deletes workers when pods changed. Pods that did not change are left alone.
+    fn store_changes(&mut self) {
+        let changes = self.ctx.store.borrow_mut().changes();
+        if changes.objects {
+            // Before the reconcile, so that new workers are not woken twice.
+            self.wake_all();
+        }
+        if changes.pods {
+            self.reconcile_desired();
         }
     }
 
@@ -132,19 +163,17 @@ impl SyncLoop {
                     w.pod = pod.clone();
                     let _ = w.tx.try_send(Msg::Update(Box::new(pod)));
                 }
-                // Something else in the store changed (a configMap or secret, maybe one
-                // this pod projects or reads env from): let the worker sync, which
-                // rewrites changed projected files (a no-op otherwise).
-                Some(w) => {
-                    let _ = w.tx.try_send(Msg::Wake);
-                }
+                Some(_) => {}
                 None => {
                     log::info!(
                         "pod {}/{}: added (uid {uid})",
                         pod.metadata.namespace,
                         pod.metadata.name
                     );
-                    let (tx, task) = worker::spawn(self.ctx.clone(), pod.clone());
+                    // Only a worker of this uid makes things for it, and there is none:
+                    // when the last relist saw nothing of it, there is nothing.
+                    let absent = self.last.as_ref().is_some_and(|s| !s.contains_key(&uid));
+                    let (tx, task) = worker::spawn(self.ctx.clone(), pod.clone(), absent);
                     self.workers.insert(
                         uid,
                         WorkerHandle {
@@ -172,13 +201,31 @@ impl SyncLoop {
         }
     }
 
-    async fn relist(&mut self) {
+    /// Lists the runtime: the fingerprint and snapshot of what it holds, or `None` when
+    /// the lists are the same as at the last relist (nothing decoded then).
+    async fn list(&self) -> Result<Option<(u64, Snapshot)>, String> {
         let rt = &self.ctx.cri.runtime;
-        let listed = match rt.list_pod_sandbox(None).await {
-            Ok(s) => rt.list_containers(None).await.map(|c| (s, c)),
-            Err(e) => Err(e),
-        };
-        let (sandboxes, containers) = match listed {
+        let s = rt
+            .list_pod_sandbox_items()
+            .await
+            .map_err(|e| e.to_string())?;
+        let c = rt
+            .list_containers_items()
+            .await
+            .map_err(|e| e.to_string())?;
+        let fp = pleg::fingerprint(&s, &c);
+        if self.last.is_some() && self.last_fingerprint == fp {
+            return Ok(None);
+        }
+        let sandboxes =
+            pleg::decode::<pb::PodSandbox>(&s).map_err(|e| format!("sandboxes: {e}"))?;
+        let containers =
+            pleg::decode::<pb::Container>(&c).map_err(|e| format!("containers: {e}"))?;
+        Ok(Some((fp, pleg::snapshot(&sandboxes, &containers))))
+    }
+
+    async fn relist(&mut self) {
+        let fresh = match self.list().await {
             Ok(x) => x,
             Err(e) => {
                 if !self.relist_failing {
@@ -195,17 +242,23 @@ impl SyncLoop {
             log::info!("relist works again; resyncing every pod");
             self.wake_all();
         }
-        let snap = pleg::snapshot(&sandboxes, &containers);
-        if let Some(old) = &self.last {
-            for ev in pleg::diff(old, &snap) {
-                log::debug!("pleg: {ev:?}");
-                if let Some(w) = self.workers.get(ev.pod_uid()) {
-                    let _ = w.tx.try_send(Msg::Wake);
+        if let Some((fp, snap)) = fresh {
+            if let Some(old) = &self.last {
+                for ev in pleg::diff(old, &snap) {
+                    log::debug!("pleg: {ev:?}");
+                    if let Some(w) = self.workers.get(ev.pod_uid()) {
+                        let _ = w.tx.try_send(Msg::Wake);
+                    }
                 }
             }
+            self.last = Some(snap);
+            self.last_fingerprint = fp;
         }
-        self.remove_orphans(&snap);
-        self.last = Some(snap);
+        // Also with an unchanged snapshot: the workers may have changed.
+        if let Some(snap) = self.last.take() {
+            self.remove_orphans(&snap);
+            self.last = Some(snap);
+        }
         if !self.ready {
             self.ready = true;
             log::info!("first relist done: {} pods desired", self.workers.len());

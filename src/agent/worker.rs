@@ -11,14 +11,15 @@ use super::backoff::Backoff;
 use super::context::Context;
 use super::deadline::{self, Deadline};
 use super::handler::{self, Target};
+use super::observe::{self, Effects};
 use super::probe::{self, PodProbes, Verdict};
-use super::{hooks, image, kill, observe};
+use super::{hooks, image, kill};
 use crate::cri::pb;
 use crate::kuberuntime::container::{container_config, ContainerContext};
 use crate::kuberuntime::env::PodFacts;
 use crate::kuberuntime::hash::{container_hash, sandbox_hash};
 use crate::kuberuntime::non_root::{self, ImageUser};
-use crate::kuberuntime::observed::ObservedPod;
+use crate::kuberuntime::observed::{ObservedPod, ObservedSandbox};
 use crate::kuberuntime::sandbox::{log_directory, sandbox_config};
 use crate::kuberuntime::status::{pod_status, StatusInput, Waiting};
 use crate::kuberuntime::{termination, tmpfs, volumes, SyncError};
@@ -42,6 +43,13 @@ pub enum Msg {
     Delete,
 }
 
+/// The sandbox containers are started in.
+struct SandboxRef<'a> {
+    id: &'a str,
+    config: &'a pb::PodSandboxConfig,
+    pod_ip: &'a str,
+}
+
 /// Retry delay after a failed sync (runtime unreachable, ...).
 const RETRY: Duration = Duration::from_secs(2);
 /// Retry delay for a pod that cannot be set up (bad hostPath, missing configmap).
@@ -62,6 +70,9 @@ struct Worker {
     probes: PodProbes,
     /// The pod is past its activeDeadlineSeconds: Failed, killed, never restarted.
     deadline_exceeded: bool,
+    /// The sync loop's last relist showed nothing of this pod on the runtime, and only
+    /// this worker makes things for its uid: the first sync needs not ask again.
+    known_absent: bool,
 }
 
 /// What ended a worker's wait.
@@ -71,8 +82,10 @@ enum Woken {
     Timer,
 }
 
-/// Starts the worker of `pod`; the returned sender drives it.
-pub fn spawn(ctx: Rc<Context>, pod: Pod) -> (Sender<Msg>, smol::Task<()>) {
+/// Starts the worker of `pod`; the returned sender drives it. `known_absent`: the
+/// runtime is known to hold nothing of this pod (a relist made after the last worker of
+/// its uid, if any, was gone).
+pub fn spawn(ctx: Rc<Context>, pod: Pod, known_absent: bool) -> (Sender<Msg>, smol::Task<()>) {
     let (tx, rx) = smol::channel::unbounded();
     let last_status = ctx
         .store
@@ -95,6 +108,7 @@ pub fn spawn(ctx: Rc<Context>, pod: Pod) -> (Sender<Msg>, smol::Task<()>) {
         wake_at: None,
         probes: PodProbes::default(),
         deadline_exceeded: false,
+        known_absent,
     };
     (tx, crate::rt::spawn(w.run(rx)))
 }
@@ -106,7 +120,10 @@ impl Worker {
 
     async fn run(mut self, rx: Receiver<Msg>) {
         loop {
-            self.sync().await;
+            // Boxed: a sync's state (CRI calls in flight, configs) lives on the heap
+            // only while it runs, so a waiting worker's task holds little more than
+            // the Worker itself (about 8 KB less per pod than the sync inlined).
+            Box::pin(self.sync()).await;
             let wake_at = self.wake_at;
             let woken = future::or(async { Woken::Msg(rx.recv().await) }, async {
                 future::or(async { Woken::Probe(self.probes.next().await) }, async {
@@ -138,7 +155,7 @@ impl Worker {
                     Msg::Wake => {}
                     Msg::Delete => {
                         self.probes.stop_all();
-                        return self.terminate().await;
+                        return Box::pin(self.terminate()).await;
                     }
                 }
             }
@@ -173,7 +190,12 @@ impl Worker {
         self.wake_at = None;
         self.waiting.clear();
         let uid = self.pod.metadata.uid.clone();
-        let observed = match observe::observe(&self.ctx, &uid).await {
+        let observed = if std::mem::take(&mut self.known_absent) {
+            Ok(ObservedPod::default())
+        } else {
+            observe::observe(&self.ctx, &uid).await
+        };
+        let observed = match observed {
             Ok(o) => o,
             Err(e) => {
                 log::warn!(
@@ -190,21 +212,17 @@ impl Worker {
         } else {
             self.prepare_volumes().map_err(Some)
         };
-        let acted = match prepared {
-            Err(None) => self.kill_pod(&observed).await,
-            Ok(()) => self.act(&observed).await,
+        let mut effects = Effects::default();
+        match prepared {
+            Err(None) => effects.unknown = self.kill_pod(&observed).await,
+            Ok(()) => self.act(&observed, &mut effects).await,
             Err(Some(e)) => {
                 log::warn!("pod {}: {e}", self.name());
                 self.wait_all(&observed, &e);
                 self.wake_no_later_than(Instant::now() + CONFIG_RETRY);
-                false
             }
         };
-        let observed = if acted {
-            observe::observe(&self.ctx, &uid).await.unwrap_or(observed)
-        } else {
-            observed
-        };
+        let observed = observe::after(&self.ctx, &uid, observed, effects).await;
         if !self.deadline_exceeded {
             self.retry_offline_pulls().await;
         }
@@ -240,8 +258,8 @@ impl Worker {
         }
     }
 
-    /// Computes and carries out the pod's actions; true when anything was done.
-    async fn act(&mut self, observed: &ObservedPod) -> bool {
+    /// Computes and carries out the pod's actions, recording what they did in `effects`.
+    async fn act(&mut self, observed: &ObservedPod, effects: &mut Effects) {
         let sb_hash = sandbox_hash(&self.pod);
         let desired = Desired {
             pod: &self.pod,
@@ -252,9 +270,8 @@ impl Worker {
         self.init_failed = acts.init_failed;
         let grace = kill::grace_period(&self.pod);
         let pod_ip = handler::pod_ip(&self.ctx, &self.pod, observed);
-        let mut acted = false;
         if acts.kill_pod {
-            acted = self.kill_pod(observed).await;
+            effects.unknown = self.kill_pod(observed).await;
         }
         for k in &acts.kill {
             log::info!(
@@ -265,13 +282,14 @@ impl Worker {
                 k.reason
             );
             kill::stop_container(&self.ctx, Some(&self.pod), &k.id, &k.name, grace, &pod_ip).await;
-            acted = true;
+            effects.unknown = true;
         }
         if acts.start.is_empty() {
-            return acted;
+            return;
         }
-        let Some((sandbox_id, sandbox_cfg, pod_ip)) = self.sandbox(&acts, observed).await else {
-            return true;
+        let Some((sandbox_id, sandbox_cfg, pod_ip)) = self.sandbox(&acts, observed, effects).await
+        else {
+            return;
         };
         for s in &acts.start {
             let c = if s.init {
@@ -281,14 +299,13 @@ impl Worker {
             };
             let Some(c) = c.cloned() else { continue };
             let exited_at = observed.latest(&c.name).map_or(0, |o| o.finished_at);
-            if self
-                .start_container(&c, s, &sandbox_id, &sandbox_cfg, &pod_ip, exited_at)
-                .await
-            {
-                acted = true;
-            }
+            let at = SandboxRef {
+                id: &sandbox_id,
+                config: &sandbox_cfg,
+                pod_ip: &pod_ip,
+            };
+            self.start_container(&c, s, &at, exited_at, effects).await;
         }
-        acted || acts.create_sandbox.is_some()
     }
 
     /// Stops the pod's containers and sandbox with its grace period, when anything of it
@@ -353,6 +370,7 @@ impl Worker {
         &mut self,
         acts: &actions::PodActions,
         observed: &ObservedPod,
+        effects: &mut Effects,
     ) -> Option<(String, pb::PodSandboxConfig, String)> {
         let cfg = &self.ctx.cfg;
         let attempt = acts
@@ -402,30 +420,38 @@ impl Worker {
                 );
                 self.wait_all(observed, &err);
                 self.wake_no_later_than(now + delay);
+                // A failed RunPodSandbox may leave a sandbox behind.
+                effects.unknown = true;
                 return None;
             }
         };
         self.sandbox_backoff.reset(&key);
         let ip = match self.ctx.cri.runtime.pod_sandbox_status(&id).await {
-            Ok(st) => st.network.map(|n| n.ip).unwrap_or_default(),
+            Ok(st) => {
+                let o = ObservedSandbox::from(&st);
+                let ip = o.ip.clone();
+                effects.sandbox = Some(o);
+                ip
+            }
             Err(e) => {
                 log::warn!("pod {}: sandbox {id} status: {e}", self.name());
+                effects.unknown = true;
                 String::new()
             }
         };
         Some((id, sb_cfg, ip))
     }
 
-    /// Starts one container (respecting crash-loop and pull back-off); true when started.
+    /// Starts one container (respecting crash-loop and pull back-off), recording in
+    /// `effects` what it made.
     async fn start_container(
         &mut self,
         c: &Container,
         s: &actions::Start,
-        sandbox_id: &str,
-        sandbox_cfg: &pb::PodSandboxConfig,
-        pod_ip: &str,
+        at: &SandboxRef<'_>,
         exited_at: i64,
-    ) -> bool {
+        effects: &mut Effects,
+    ) {
         let key = format!("{}/{}", self.pod.metadata.uid, c.name);
         let now = Instant::now();
         if matches!(s.reason, StartReason::Exited { .. }) {
@@ -449,7 +475,7 @@ impl Worker {
                     },
                 );
                 self.wake_no_later_than(until);
-                return false;
+                return;
             }
             self.crash.fail(&key, exited);
         }
@@ -478,7 +504,7 @@ impl Worker {
                     None => now + CONFIG_RETRY,
                 };
                 self.wake_no_later_than(next);
-                return false;
+                return;
             }
         };
         match ensured.offline {
@@ -488,7 +514,7 @@ impl Worker {
         let facts = PodFacts {
             node_name: self.ctx.host.node_name.clone(),
             host_ip: self.ctx.host.host_ip.clone(),
-            pod_ip: pod_ip.to_string(),
+            pod_ip: at.pod_ip.to_string(),
         };
         let cfg = &self.ctx.cfg;
         let cctx = ContainerContext {
@@ -514,7 +540,7 @@ impl Worker {
                     },
                 );
                 self.wake_no_later_than(Instant::now() + CONFIG_RETRY);
-                return false;
+                return;
             }
         };
         let message_file = self.termination_file(c);
@@ -531,10 +557,7 @@ impl Worker {
             s.restart_count
         );
         let rt = &self.ctx.cri.runtime;
-        let result = match rt
-            .create_container(sandbox_id, config, sandbox_cfg.clone())
-            .await
-        {
+        let result = match rt.create_container(at.id, config, at.config.clone()).await {
             Ok(id) => rt
                 .start_container(&id)
                 .await
@@ -557,11 +580,15 @@ impl Worker {
                     },
                 );
                 self.wake_no_later_than(Instant::now() + RETRY);
-                return false;
+                // A container may have been made (created, not started).
+                effects.unknown = true;
+                return;
             }
         };
-        self.post_start(c, &id, pod_ip).await;
-        true
+        if self.post_start(c, &id, at.pod_ip).await {
+            effects.unknown = true;
+        }
+        effects.started.push((id, at.id.to_string()));
     }
 
     /// kubelet's runAsNonRoot check; asks the runtime for the image's user only when
@@ -616,9 +643,10 @@ impl Worker {
 
     /// Runs the container's postStart hook, if any; kills the container when it fails
     /// (kubelet's FailedPostStartHook), leaving the restart to the policy and back-off.
-    async fn post_start(&mut self, c: &Container, id: &str, pod_ip: &str) {
+    /// True when it killed the container.
+    async fn post_start(&mut self, c: &Container, id: &str, pod_ip: &str) -> bool {
         let Some(h) = c.lifecycle.as_ref().and_then(|l| l.post_start.as_ref()) else {
-            return;
+            return false;
         };
         let pod_ip = if self.pod.spec.host_network || pod_ip.is_empty() {
             handler::pod_ip(&self.ctx, &self.pod, &ObservedPod::default())
@@ -638,7 +666,9 @@ impl Worker {
             );
             let grace = kill::grace_period(&self.pod);
             kill::stop_container(&self.ctx, Some(&self.pod), id, &c.name, grace, &pod_ip).await;
+            return true;
         }
+        false
     }
 
     /// Containers running a stale local image: pull again when the back-off allows, so
