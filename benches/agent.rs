@@ -2,22 +2,32 @@
 //! against a private containerd (tests/harness), measured from outside as an operator
 //! would see it, beside the project's targets.
 //!
-//! Phases, in order (one agent process throughout, `plegPeriod: 1s`):
-//! 1. The runtime alone: the agent's CRI calls for one pod (RunPodSandbox, ImageStatus,
-//!    CreateContainer, StartContainer, configs from the agent's own builders) issued
-//!    directly, 20 times (after 2 warm-ups); then removed again.
-//! 2. Agent idle with 0 pods: VmHWM / VmRSS.
-//! 3. 20 pods applied one at a time: time from `tinylet apply` returning to the status
-//!    file showing Running with the container running (polled every 2 ms). RSS at 10
-//!    and (after 30 more applied at once) at 50 running pods.
-//! 4. 50 pods idle for TINYLET_BENCH_IDLE_SECS (default 60): CPU time (utime + stime),
+//! The agent measured is the static musl build of the release profile
+//! (TINYLET_MUSL_BIN, `make static TARGET=x86_64-unknown-linux-musl`: the same libc and
+//! linking as the device's binary) when there is one, else the glibc build
+//! (TINYLET_BIN, default target/release/tinylet). With both, the glibc agent's memory is
+//! measured too, for comparison: at each memory point the musl agent is replaced by the
+//! glibc one, which adopts the running pods (no restart), and then back.
+//!
+//! Phases, in order (`plegPeriod: 1s`):
+//! 1. Two warm-up pod starts issued directly (below), removed again.
+//! 2. Agent idle with 0 pods: VmHWM / VmRSS / RssAnon.
+//! 3. 20 pods, one at a time, each after one direct start so both see the same machine
+//!    load: the runtime alone (the agent's CRI calls for one pod - RunPodSandbox,
+//!    ImageStatus, CreateContainer, StartContainer - with the agent's own config
+//!    builders, issued directly; their pod-uid label renamed so the agent ignores them),
+//!    then `tinylet apply`: time from apply returning to the status file showing Running
+//!    with the container running (polled every 2 ms). Memory at 10 pods; the direct
+//!    pods are removed after the 20th.
+//! 4. 30 more pods applied at once; memory at 50 running pods.
+//! 5. 50 pods idle for TINYLET_BENCH_IDLE_SECS (default 60): CPU time (utime + stime),
 //!    threads, and every file in the state directory created/changed/removed.
-//! 5. 5 pods whose container exits after ~1 s: time from the exit (finished_at) to the
+//! 6. 5 pods whose container exits after ~1 s: time from the exit (finished_at) to the
 //!    restarted container's created_at, from ContainerStatus.
 //!
-//! Binary sizes: target/release/tinylet (x86_64) and target/cross/TRIPLE/release/tinylet
-//! (`make static`); TINYLET_BENCH_STATIC_BUILT lists the ARM targets the make target
-//! built this run (others print "not built"). TINYLET_BIN overrides the agent binary.
+//! Binary sizes: the glibc agent binary, and target/cross/TRIPLE/release/tinylet for the
+//! targets TINYLET_BENCH_STATIC_BUILT lists (what `make bench-agent` built this run);
+//! any other target prints "not built", never the size of an older file.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -43,7 +53,8 @@ const SETTLE: Duration = Duration::from_secs(3);
 const LATENCY_PODS: usize = 20;
 const TOTAL_PODS: usize = 50;
 const CRASH_PODS: usize = 5;
-const ARM_TARGETS: [&str; 2] = [
+const STATIC_TARGETS: [&str; 3] = [
+    "x86_64-unknown-linux-musl",
     "aarch64-unknown-linux-musl",
     "armv7-unknown-linux-musleabihf",
 ];
@@ -51,6 +62,10 @@ const MIB: f64 = 1024.0 * 1024.0;
 
 /// Memory of the agent at one pod count, KiB.
 struct Mem {
+    /// Which build ("musl static", "glibc").
+    build: &'static str,
+    /// The agent adopted the pods after a restart instead of starting them.
+    adopted: bool,
     pods: usize,
     hwm: u64,
     rss: u64,
@@ -61,10 +76,18 @@ struct Mem {
 /// A binary's size in bytes and whether it is stripped, or why it is not there.
 type Size = Result<(u64, bool), String>;
 
+/// The agent builds under bench: the one measured throughout, and optionally a second
+/// one whose memory is measured for comparison.
+struct Agents {
+    main: (&'static str, PathBuf),
+    other: Option<(&'static str, PathBuf)>,
+}
+
 /// Everything the table shows.
 #[derive(Default)]
 struct Report {
     runtime: String,
+    agent: String,
     sizes: Vec<(String, Size)>,
     mem: Vec<Mem>,
     window: Duration,
@@ -92,9 +115,20 @@ fn main() {
 
 fn run() -> Result<(), String> {
     let window = Duration::from_secs(env_u64("TINYLET_BENCH_IDLE_SECS", 60)?);
-    let bin = agent_binary()?;
+    let glibc = agent_binary()?;
+    let agents = match std::env::var_os("TINYLET_MUSL_BIN") {
+        Some(musl) => Agents {
+            main: ("musl static", PathBuf::from(musl)),
+            other: Some(("glibc", glibc.clone())),
+        },
+        None => Agents {
+            main: ("glibc", glibc.clone()),
+            other: None,
+        },
+    };
     let mut r = Report {
-        sizes: sizes(&bin),
+        sizes: sizes(&glibc),
+        agent: format!("{} ({})", agents.main.0, agents.main.1.display()),
         window,
         ..Default::default()
     };
@@ -106,30 +140,39 @@ fn run() -> Result<(), String> {
     let cri = CriClient::from_config(&cfg).map_err(|e| e.to_string())?;
     let v = rt::block_on(cri.runtime.version()).map_err(|e| e.to_string())?;
     r.runtime = format!("{} {}", v.runtime_name, v.runtime_version);
-    eprintln!("bench-agent: {}: direct CRI calls", r.runtime);
-    r.direct = direct_phase(&ctd, &cri)?;
+    let direct = Direct::new(&ctd);
+    eprintln!("bench-agent: {}: direct CRI calls, warm-up", r.runtime);
+    let warm: Vec<String> = (0..2)
+        .map(|i| direct.start(&cri, i).map(|(_, sb)| sb))
+        .collect::<Result<_, _>>()?;
+    rt::block_on(direct::remove_sandboxes(&cri, &warm))?;
 
     let dir = ctd.dir().join("bench-agent");
     let mut node = Node::new(
-        bin,
+        agents.main.1.clone(),
         dir,
         &ctd.endpoint(),
         ctd.sandbox_image(),
         ctd.test_image(),
     )?;
-    let pid = node.start_agent()?;
+    let mut pid = node.start_agent(&agents.main.1)?;
     node.wait_ready(Duration::from_secs(30))?;
     std::thread::sleep(SETTLE);
-    r.mem.push(mem(pid, 0)?);
-    eprintln!("bench-agent: applying {LATENCY_PODS} pods one at a time");
+    measure_mem(&mut node, &agents, &mut pid, 0, &mut r)?;
+    eprintln!("bench-agent: {LATENCY_PODS} pods one at a time, each after a direct start");
     let manifests = node.dir.join("manifests");
+    let mut sandboxes = Vec::new();
     for i in 0..LATENCY_PODS {
+        let (t, sb) = direct.start(&cri, i + 2)?;
+        r.direct.push(t);
+        sandboxes.push(sb);
         r.apply.push(apply_and_wait(&node, &manifests, i)?);
         if i + 1 == 10 {
             std::thread::sleep(SETTLE);
-            r.mem.push(mem(pid, 10)?);
+            measure_mem(&mut node, &agents, &mut pid, 10, &mut r)?;
         }
     }
+    rt::block_on(direct::remove_sandboxes(&cri, &sandboxes))?;
     eprintln!(
         "bench-agent: applying {} pods at once",
         TOTAL_PODS - LATENCY_PODS
@@ -141,13 +184,37 @@ fn run() -> Result<(), String> {
         "bulk",
     )?;
     std::thread::sleep(SETTLE);
-    r.mem.push(mem(pid, TOTAL_PODS)?);
+    measure_mem(&mut node, &agents, &mut pid, TOTAL_PODS, &mut r)?;
     eprintln!("bench-agent: {TOTAL_PODS} pods idle for {window:?}");
     idle_window(&node, pid, &mut r)?;
     eprintln!("bench-agent: {CRASH_PODS} pods exiting after 1 s");
     r.restarts = restart_phase(&node, &cri)?;
     drop(node);
     print_report(&r);
+    Ok(())
+}
+
+/// Memory of the main agent (running, pid `*pid`) at `pods` pods, then of the other
+/// build, if any: it replaces the main agent, adopts the pods, is measured after they
+/// all show Running again and the agent settled, and the main agent comes back.
+fn measure_mem(
+    node: &mut Node,
+    agents: &Agents,
+    pid: &mut u32,
+    pods: usize,
+    r: &mut Report,
+) -> Result<(), String> {
+    r.mem.push(mem(agents.main.0, *pid, pods, false)?);
+    let Some((build, bin)) = &agents.other else {
+        return Ok(());
+    };
+    let other = node.start_agent(bin)?;
+    node.wait_ready(Duration::from_secs(30))?;
+    std::thread::sleep(SETTLE);
+    r.mem.push(mem(build, other, pods, pods > 0)?);
+    *pid = node.start_agent(&agents.main.1)?;
+    node.wait_ready(Duration::from_secs(30))?;
+    std::thread::sleep(SETTLE);
     Ok(())
 }
 
@@ -166,18 +233,18 @@ fn agent_binary() -> Result<PathBuf, String> {
     Ok(bin)
 }
 
-/// Size and strippedness of the x86_64 and ARM binaries.
-fn sizes(bin: &Path) -> Vec<(String, Size)> {
-    let mut out = vec![("x86_64".to_string(), elf_size(bin))];
-    let built = std::env::var("TINYLET_BENCH_STATIC_BUILT").ok();
+/// Size and strippedness of the glibc binary and of the static builds made this run.
+fn sizes(glibc: &Path) -> Vec<(String, Size)> {
+    let mut out = vec![("x86_64 glibc".to_string(), elf_size(glibc))];
+    let built = std::env::var("TINYLET_BENCH_STATIC_BUILT").unwrap_or_default();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    for t in ARM_TARGETS {
+    for t in STATIC_TARGETS {
         let path = root.join("target/cross").join(t).join("release/tinylet");
-        let size = match &built {
-            Some(list) if !list.split_whitespace().any(|b| b == t) => {
-                Err("not built (no docker-less toolchain: cross/install-deps.sh)".into())
-            }
-            _ => elf_size(&path),
+        // Only what make bench-agent built this run: an older file may be anything.
+        let size = if built.split_whitespace().any(|b| b == t) {
+            elf_size(&path)
+        } else {
+            Err("not built this run (make bench-agent builds it with a static toolchain: cross/install-deps.sh)".into())
         };
         out.push((t.to_string(), size));
     }
@@ -191,8 +258,10 @@ fn elf_size(path: &Path) -> Size {
     Ok((bytes.len() as u64, stripped))
 }
 
-fn mem(pid: u32, pods: usize) -> Result<Mem, String> {
+fn mem(build: &'static str, pid: u32, pods: usize, adopted: bool) -> Result<Mem, String> {
     Ok(Mem {
+        build,
+        adopted,
         pods,
         hwm: procfs::vm_kib(pid, "VmHWM:")?,
         rss: procfs::vm_kib(pid, "VmRSS:")?,
@@ -200,27 +269,37 @@ fn mem(pid: u32, pods: usize) -> Result<Mem, String> {
     })
 }
 
-/// The runtime's own time for the agent's calls, per pod; the pods are removed after.
-fn direct_phase(ctd: &Containerd, cri: &CriClient) -> Result<Vec<Duration>, String> {
-    let resolv =
-        parse_resolv_conf(&std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default());
-    let dir = ctd.dir().join("bench-direct");
-    rt::block_on(async {
-        let mut times = Vec::new();
-        let mut sandboxes = Vec::new();
-        for i in 0..LATENCY_PODS + 2 {
-            let name = format!("direct-{i:02}");
-            let manifest = node::pod_manifest(&name, ctd.test_image(), &["sleep", "100000"]);
-            let uid = format!("bench-direct-uid-{i}");
-            let (t, sb) = direct::start_pod(cri, &manifest, &uid, &dir, &resolv).await?;
-            sandboxes.push(sb);
-            if i >= 2 {
-                times.push(t);
-            }
+/// Starts pods with the agent's CRI calls issued directly (the runtime's own time).
+struct Direct {
+    dir: PathBuf,
+    image: String,
+    resolv: tinylet::kuberuntime::dns::ResolvConf,
+}
+
+impl Direct {
+    fn new(ctd: &Containerd) -> Direct {
+        let resolv =
+            parse_resolv_conf(&std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default());
+        Direct {
+            dir: ctd.dir().join("bench-direct"),
+            image: ctd.test_image().to_string(),
+            resolv,
         }
-        direct::remove_sandboxes(cri, &sandboxes).await?;
-        Ok(times)
-    })
+    }
+
+    /// Starts direct pod `i`; returns the time the calls took and the sandbox id.
+    fn start(&self, cri: &CriClient, i: usize) -> Result<(Duration, String), String> {
+        let name = format!("direct-{i:02}");
+        let manifest = node::pod_manifest(&name, &self.image, &["sleep", "100000"]);
+        let uid = format!("bench-direct-uid-{i}");
+        rt::block_on(direct::start_pod(
+            cri,
+            &manifest,
+            &uid,
+            &self.dir,
+            &self.resolv,
+        ))
+    }
 }
 
 /// Applies pod `i` and times apply-returned -> Running in its status file.
@@ -336,13 +415,14 @@ fn verdict(ok: bool) -> &'static str {
 
 fn print_report(r: &Report) {
     println!(
-        "\ntinylet agent bench: {}, plegPeriod {:?}, idle window {:.0} s",
+        "\ntinylet agent bench: {}, plegPeriod {:?}, idle window {:.0} s\nagent: {}",
         r.runtime,
         PLEG,
-        r.window.as_secs_f64()
+        r.window.as_secs_f64(),
+        r.agent
     );
     let row = |m: &str, v: String, t: &str, ok: &str| {
-        println!("{m:<40} {v:>24}  {t:<28} {ok}");
+        println!("{m:<46} {v:>24}  {t:<28} {ok}");
     };
     row("metric", "value".into(), "target", "");
     for (t, s) in &r.sizes {
@@ -368,16 +448,28 @@ fn print_report(r: &Report) {
     for m in &r.mem {
         let target = if m.pods == TOTAL_PODS { 4.0 } else { 2.5 };
         let mib = |k: u64| k as f64 / 1024.0;
+        // The targets are the device binary's (static musl); another build is shown
+        // for comparison only.
+        let main = r.agent.starts_with(m.build);
+        let how = if m.adopted { ", adopted" } else { "" };
         row(
-            &format!("RSS peak/now (now anon), {} pods", m.pods),
+            &format!("RSS {}, {} pods{how}: peak/now (anon)", m.build, m.pods),
             format!(
                 "{:.2} / {:.2} ({:.2}) MiB",
                 mib(m.hwm),
                 mib(m.rss),
                 mib(m.anon)
             ),
-            &format!("peak <= {target} MiB"),
-            verdict(mib(m.hwm) <= target),
+            &if main {
+                format!("peak <= {target} MiB")
+            } else {
+                "(comparison)".to_string()
+            },
+            if main {
+                verdict(mib(m.hwm) <= target)
+            } else {
+                ""
+            },
         );
     }
     let cpu_pct = r.cpu.as_secs_f64() / r.window.as_secs_f64().max(1e-9) * 100.0;

@@ -1,6 +1,7 @@
 //! The node under bench: a tinylet config and state directory inside a private
-//! containerd instance, the release binary's `tinylet run` as a child process, and the
-//! CLI (`tinylet apply`) as the operator would use it.
+//! containerd instance, a release binary's `tinylet run` as a child process (replaced by
+//! another binary's when the bench compares builds: the new agent adopts the running
+//! pods), and the CLI (`tinylet apply`) as the operator would use it.
 
 use serde_json::{json, Value};
 use std::os::unix::process::CommandExt as _;
@@ -12,6 +13,7 @@ use std::time::{Duration, Instant};
 pub const NS: &str = "bench";
 
 pub struct Node {
+    /// The binary whose CLI (`apply`) the bench uses.
     pub bin: PathBuf,
     pub dir: PathBuf,
     pub config: PathBuf,
@@ -61,10 +63,12 @@ impl Node {
         self.dir.join("agent.log")
     }
 
-    /// Starts `tinylet run`, its log in agent.log; the kernel kills it if we die.
-    pub fn start_agent(&mut self) -> Result<u32, String> {
+    /// Starts `bin run` (stopping the agent running, if any), its log in agent.log;
+    /// the kernel kills it if we die.
+    pub fn start_agent(&mut self, bin: &Path) -> Result<u32, String> {
+        self.stop_agent();
         let log = std::fs::File::create(self.agent_log()).map_err(|e| e.to_string())?;
-        let mut cmd = Command::new(&self.bin);
+        let mut cmd = Command::new(bin);
         cmd.args(["run", "--config"])
             .arg(&self.config)
             .stdin(Stdio::null())
@@ -79,12 +83,18 @@ impl Node {
                 .map_err(std::io::Error::from)
             });
         }
-        let child = cmd
-            .spawn()
-            .map_err(|e| format!("{}: {e}", self.bin.display()))?;
+        let child = cmd.spawn().map_err(|e| format!("{}: {e}", bin.display()))?;
         let pid = child.id();
         self.agent = Some(child);
         Ok(pid)
+    }
+
+    /// Kills the running agent (SIGKILL: the agent is built to be killed any time).
+    pub fn stop_agent(&mut self) {
+        if let Some(mut c) = self.agent.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
     }
 
     /// Waits for the agent's "first relist done" log line.
@@ -180,10 +190,7 @@ impl Node {
 
 impl Drop for Node {
     fn drop(&mut self) {
-        if let Some(mut c) = self.agent.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
+        self.stop_agent();
     }
 }
 
