@@ -1,10 +1,12 @@
 //! `make bench`, CRI part: how fast and how cheap the CRI client is against a real
 //! containerd (a private instance started through the test harness).
 //!
-//! For Version, ListContainers and ListPodSandbox: N calls one after another, then N
+//! For Version, ListContainers, ListPodSandbox and ImageStatus: N calls one after another, then N
 //! calls from 8 concurrent tasks on the one executor thread. Reported per row: calls per
-//! second, p50/p99 latency, and client CPU time per call (the process CPU clock, user +
-//! system of every thread of this process, so containerd's own work is not counted).
+//! second, p50/p99 latency, client CPU time per call (the process CPU clock, user +
+//! system of every thread of this process, so containerd's own work is not counted) and
+//! containerd's CPU time per call (its /proc stat, found through the socket's peer
+//! credentials), so a latency dominated by the runtime's own work shows as such.
 //! At the end: the process's peak RSS (VmHWM).
 //!
 //! The runtime holds a few pods and containers so the list answers are not empty.
@@ -16,7 +18,7 @@ mod common;
 use common::Containerd;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
-use tinylet::cri::{pb, Channel, RuntimeClient};
+use tinylet::cri::{pb, Channel, ImageClient, RuntimeClient};
 use tinylet::rt;
 
 /// The calls measured: what the agent's PLEG and status loop make most.
@@ -25,9 +27,15 @@ enum Call {
     Version,
     ListContainers,
     ListPodSandbox,
+    ImageStatus,
 }
 
-const CALLS: [Call; 3] = [Call::Version, Call::ListContainers, Call::ListPodSandbox];
+const CALLS: [Call; 4] = [
+    Call::Version,
+    Call::ListContainers,
+    Call::ListPodSandbox,
+    Call::ImageStatus,
+];
 const CONCURRENCY: usize = 8;
 const WARMUP: usize = 200;
 
@@ -39,6 +47,7 @@ struct Row {
     calls: usize,
     wall: Duration,
     cpu: Duration,
+    server_cpu: Duration,
     p50: Duration,
     p99: Duration,
 }
@@ -48,7 +57,7 @@ impl Row {
         call: Call,
         mode: &'static str,
         wall: Duration,
-        cpu: Duration,
+        [cpu, server_cpu]: [Duration; 2],
         mut lat: Vec<Duration>,
     ) -> Row {
         lat.sort_unstable();
@@ -59,6 +68,7 @@ impl Row {
             calls: lat.len(),
             wall,
             cpu,
+            server_cpu,
             p50: pct(50),
             p99: pct(99),
         }
@@ -81,7 +91,14 @@ fn run() -> Result<(), String> {
     let pods = env_usize("TINYLET_BENCH_PODS", 5)?;
     let ctd = Containerd::start();
     let ch = Channel::new(&ctd.endpoint()).map_err(|e| e.to_string())?;
-    let client = RuntimeClient::new(ch, Duration::from_secs(30));
+    let timeout = Duration::from_secs(30);
+    let client = RuntimeClient::new(ch.clone(), timeout);
+    let bench = Bench {
+        runtime: client.clone(),
+        image: ImageClient::new(ch, timeout, timeout),
+        image_name: ctd.test_image().to_string(),
+        server_pid: server_pid(ctd.socket())?,
+    };
     let rss_before = vm_kib("VmRSS:");
     let (version, rows, hwm_first) = rt::block_on(async {
         let version = client.version().await.map_err(|e| e.to_string())?;
@@ -90,13 +107,13 @@ fn run() -> Result<(), String> {
         let mut hwm_first = 0;
         for call in CALLS {
             for _ in 0..WARMUP {
-                one(&client, call).await?;
+                one(&bench, call).await?;
             }
-            rows.push(sequential(&client, call, n).await?);
+            rows.push(sequential(&bench, call, n).await?);
             if hwm_first == 0 {
                 hwm_first = vm_kib("VmHWM:");
             }
-            rows.push(concurrent(&client, call, n).await?);
+            rows.push(concurrent(&bench, call, n).await?);
         }
         Ok::<_, String>((version, rows, hwm_first))
     })?;
@@ -152,47 +169,63 @@ async fn populate(ctd: &Containerd, client: &RuntimeClient, pods: usize) -> Resu
     Ok(())
 }
 
+/// What the calls go through, and the runtime process whose CPU time is read.
+#[derive(Clone)]
+struct Bench {
+    runtime: RuntimeClient,
+    image: ImageClient,
+    /// The image asked about by ImageStatus (present in the runtime).
+    image_name: String,
+    server_pid: u32,
+}
+
 /// Makes one call; a failure ends the bench (numbers after a failure mean nothing).
-async fn one(client: &RuntimeClient, call: Call) -> Result<(), String> {
+async fn one(bench: &Bench, call: Call) -> Result<(), String> {
+    let client = &bench.runtime;
     let r = match call {
         Call::Version => client.version().await.map(drop),
         Call::ListContainers => client.list_containers(None).await.map(drop),
         Call::ListPodSandbox => client.list_pod_sandbox(None).await.map(drop),
+        Call::ImageStatus => match bench.image.image_status(&bench.image_name).await {
+            Ok(Some(_)) => Ok(()),
+            Ok(None) => return Err(format!("ImageStatus: {} not found", bench.image_name)),
+            Err(e) => Err(e),
+        },
     };
     r.map_err(|e| format!("{call:?}: {e}"))
 }
 
-async fn timed(client: &RuntimeClient, call: Call, count: usize) -> Result<Vec<Duration>, String> {
+async fn timed(bench: &Bench, call: Call, count: usize) -> Result<Vec<Duration>, String> {
     let mut lat = Vec::with_capacity(count);
     for _ in 0..count {
         let t = Instant::now();
-        one(client, call).await?;
+        one(bench, call).await?;
         lat.push(t.elapsed());
     }
     Ok(lat)
 }
 
-async fn sequential(client: &RuntimeClient, call: Call, n: usize) -> Result<Row, String> {
-    let (cpu0, t0) = (cpu_time(), Instant::now());
-    let latencies = timed(client, call, n).await?;
-    let (wall, cpu) = (t0.elapsed(), cpu_time().saturating_sub(cpu0));
+async fn sequential(bench: &Bench, call: Call, n: usize) -> Result<Row, String> {
+    let (cpu0, t0) = (cpu_times(bench), Instant::now());
+    let latencies = timed(bench, call, n).await?;
+    let (wall, cpu) = (t0.elapsed(), cpu_since(bench, cpu0));
     Ok(Row::new(call, "seq", wall, cpu, latencies))
 }
 
-async fn concurrent(client: &RuntimeClient, call: Call, n: usize) -> Result<Row, String> {
+async fn concurrent(bench: &Bench, call: Call, n: usize) -> Result<Row, String> {
     let per_task = n / CONCURRENCY;
-    let (cpu0, t0) = (cpu_time(), Instant::now());
+    let (cpu0, t0) = (cpu_times(bench), Instant::now());
     let tasks: Vec<_> = (0..CONCURRENCY)
         .map(|_| {
-            let client = client.clone();
-            rt::spawn(async move { timed(&client, call, per_task).await })
+            let bench = bench.clone();
+            rt::spawn(async move { timed(&bench, call, per_task).await })
         })
         .collect();
     let mut latencies = Vec::with_capacity(n);
     for t in tasks {
         latencies.extend(t.await?);
     }
-    let (wall, cpu) = (t0.elapsed(), cpu_time().saturating_sub(cpu0));
+    let (wall, cpu) = (t0.elapsed(), cpu_since(bench, cpu0));
     Ok(Row::new(call, "8-conc", wall, cpu, latencies))
 }
 
@@ -208,19 +241,20 @@ fn print_report(
         version.runtime_name, version.runtime_version
     );
     println!(
-        "{:<16} {:<7} {:>10} {:>9} {:>9} {:>15}",
-        "call", "mode", "calls/s", "p50 us", "p99 us", "CPU us/call"
+        "{:<16} {:<7} {:>10} {:>9} {:>9} {:>15} {:>17}",
+        "call", "mode", "calls/s", "p50 us", "p99 us", "CPU us/call", "runtime CPU us"
     );
     for r in rows {
         let calls = r.calls.max(1) as f64;
         println!(
-            "{:<16} {:<7} {:>10.0} {:>9.1} {:>9.1} {:>15.1}",
+            "{:<16} {:<7} {:>10.0} {:>9.1} {:>9.1} {:>15.1} {:>17.1}",
             format!("{:?}", r.call),
             r.mode,
             calls / r.wall.as_secs_f64(),
             us(&r.p50),
             us(&r.p99),
             us(&r.cpu) / calls,
+            us(&r.server_cpu) / calls,
         );
     }
     let mib = |kib: u64| kib as f64 / 1024.0;
@@ -250,6 +284,47 @@ fn cpu_time() -> Duration {
         u64::try_from(t.tv_sec).unwrap_or(0),
         u32::try_from(t.tv_nsec).unwrap_or(0),
     )
+}
+
+/// This process's and the runtime's CPU time so far.
+fn cpu_times(bench: &Bench) -> [Duration; 2] {
+    [cpu_time(), server_cpu_time(bench.server_pid)]
+}
+
+/// The CPU time of this process and of the runtime since `before`.
+fn cpu_since(bench: &Bench, before: [Duration; 2]) -> [Duration; 2] {
+    let [cpu, server] = cpu_times(bench);
+    [
+        cpu.saturating_sub(before[0]),
+        server.saturating_sub(before[1]),
+    ]
+}
+
+/// The pid of the process serving `socket` (containerd), from the peer credentials of a
+/// connection to it.
+fn server_pid(socket: &std::path::Path) -> Result<u32, String> {
+    let conn = std::os::unix::net::UnixStream::connect(socket)
+        .map_err(|e| format!("connecting to {}: {e}", socket.display()))?;
+    let cred = rustix::net::sockopt::socket_peercred(&conn)
+        .map_err(|e| format!("peer credentials of {}: {e}", socket.display()))?;
+    Ok(cred.pid.as_raw_nonzero().get() as u32)
+}
+
+/// CPU time (user + system, every thread) of process `pid` from /proc/PID/stat, in
+/// clock ticks of 10 ms: exact enough summed over thousands of calls. Zero if unreadable.
+fn server_cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces) end with ')'.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    // utime and stime are fields 14 and 15; `fields` starts at field 3.
+    let ticks: u64 = [11, 12]
+        .iter()
+        .filter_map(|&i| fields.get(i)?.parse::<u64>().ok())
+        .sum();
+    Duration::from_millis(ticks * 10)
 }
 
 /// A `kB` line of /proc/self/status (VmRSS, VmHWM), in KiB; 0 when unreadable.
