@@ -10,18 +10,22 @@
 //! spawned there, so a `Channel` must be used inside [`crate::rt::block_on`].
 
 use super::backoff::Backoff;
+use super::deadline::Deadlines;
 use super::error::{Code, CriError};
 use super::grpc;
 use super::io::TokioIo;
 use super::response;
-use async_io::{Async, Timer};
+use async_io::Async;
 use bytes::Bytes;
 use h2::client::{Connection, ResponseFuture, SendRequest};
 use std::cell::RefCell;
 use std::fmt;
+use std::future::{poll_fn, Future};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
+use std::pin::pin;
 use std::rc::Rc;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 /// Receive limit per response message, as kubelet's CRI client (16 MiB).
@@ -47,6 +51,8 @@ struct Shared {
     state: RefCell<State>,
     /// Held while connecting, so concurrent first calls share one connection.
     connecting: smol::lock::Mutex<()>,
+    /// The deadlines of the calls in flight, watched by one timer.
+    deadlines: Rc<Deadlines>,
 }
 
 #[derive(Default)]
@@ -78,6 +84,7 @@ impl Channel {
                 path,
                 state: RefCell::default(),
                 connecting: smol::lock::Mutex::new(()),
+                deadlines: Rc::default(),
             }),
             max_recv: DEFAULT_MAX_RECV_SIZE,
         })
@@ -99,6 +106,9 @@ impl Channel {
     /// With a `timeout`, the whole call (connecting included) is bounded: past it the
     /// stream is cancelled and the call fails with `DeadlineExceeded`; the server is
     /// told the deadline through `grpc-timeout`.
+    ///
+    /// Only the message encoding and decoding here is generic: everything else is in
+    /// [`Channel::call`], compiled once for all message types.
     pub async fn unary<Req: prost::Message, Resp: prost::Message + Default>(
         &self,
         method: &'static str,
@@ -106,13 +116,7 @@ impl Channel {
         timeout: Option<Duration>,
     ) -> Result<Resp, CriError> {
         let message = self.unary_bytes(method, req, timeout).await?;
-        Resp::decode(message).map_err(|e| {
-            CriError::new(
-                Code::Internal,
-                method,
-                format!("decoding the response: {e}"),
-            )
-        })
+        Resp::decode(message).map_err(|e| decode_error(method, e))
     }
 
     /// [`Channel::unary`] without decoding: the response message's bytes.
@@ -122,33 +126,44 @@ impl Channel {
         req: &Req,
         timeout: Option<Duration>,
     ) -> Result<Bytes, CriError> {
-        let call = self.call(method, req, timeout);
-        let message = match timeout {
-            None => call.await?,
-            Some(t) => {
-                let deadline = async {
-                    Timer::after(t).await;
-                    Err(CriError::new(
-                        Code::DeadlineExceeded,
-                        method,
-                        format!("no answer within {t:?}"),
-                    ))
-                };
-                smol::future::or(call, deadline).await?
-            }
+        let body = grpc::encode_frame(req).map_err(|m| CriError::new(Code::Internal, method, m))?;
+        self.call(method, body, timeout).await
+    }
+
+    /// Makes one call with an encoded request frame and returns the answer's message
+    /// bytes, within the deadline `timeout` if given.
+    async fn call(
+        &self,
+        method: &'static str,
+        body: Bytes,
+        timeout: Option<Duration>,
+    ) -> Result<Bytes, CriError> {
+        let mut exchange = pin!(self.exchange(method, body, timeout));
+        let Some((t, at)) = timeout.and_then(|t| Some((t, Instant::now().checked_add(t)?))) else {
+            return exchange.await;
         };
-        Ok(message)
+        let deadline = self.shared.deadlines.entry(at);
+        poll_fn(|cx| {
+            if let Poll::Ready(result) = exchange.as_mut().poll(cx) {
+                return Poll::Ready(result);
+            }
+            if deadline.expired(cx) {
+                let msg = format!("no answer within {t:?}");
+                return Poll::Ready(Err(CriError::new(Code::DeadlineExceeded, method, msg)));
+            }
+            Poll::Pending
+        })
+        .await
     }
 
     /// Sends the request and reads the answer's message bytes.
-    async fn call<Req: prost::Message>(
+    async fn exchange(
         &self,
         method: &'static str,
-        req: &Req,
+        body: Bytes,
         timeout: Option<Duration>,
     ) -> Result<Bytes, CriError> {
         let fail = |(code, msg): (Code, String)| CriError::new(code, method, msg);
-        let body = grpc::encode_frame(req).map_err(|m| fail((Code::Internal, m)))?;
         let (response, generation) = self.send(method, timeout, body).await?;
         let response = response.await.map_err(|e| fail(response::h2_refusal(&e)))?;
         self.shared.answered(generation);
@@ -185,6 +200,12 @@ impl Channel {
             }
         }
     }
+}
+
+/// The error for an answer that is not the expected message.
+fn decode_error(method: &'static str, e: prost::DecodeError) -> CriError {
+    let msg = format!("decoding the response: {e}");
+    CriError::new(Code::Internal, method, msg)
 }
 
 /// Waits for room for a new stream, then sends the head and the whole body.

@@ -10,6 +10,7 @@
 mod backoff;
 mod client;
 mod conn;
+mod deadline;
 mod deframe;
 mod error;
 mod grpc;
