@@ -50,31 +50,19 @@ impl RuntimeClient {
         &self.channel
     }
 
-    async fn call<Req, Resp>(
-        &self,
-        method: &'static str,
-        req: &Req,
-        timeout: Option<Duration>,
-    ) -> Result<Resp, CriError>
-    where
-        Req: prost::Message,
-        Resp: prost::Message + Default,
-    {
-        self.channel.unary(method, req, timeout).await
-    }
-
     /// Runtime name and versions.
     pub async fn version(&self) -> Result<pb::VersionResponse, CriError> {
         let req = pb::VersionRequest {
             version: KUBE_RUNTIME_API_VERSION.into(),
         };
-        self.call(VERSION, &req, Some(self.timeout)).await
+        self.channel.unary(VERSION, &req, Some(self.timeout)).await
     }
 
     /// The runtime's conditions (RuntimeReady, NetworkReady, ...).
     pub async fn status(&self) -> Result<pb::RuntimeStatus, CriError> {
         let resp: pb::StatusResponse = self
-            .call(STATUS, &pb::StatusRequest {}, Some(self.timeout))
+            .channel
+            .unary(STATUS, &pb::StatusRequest {}, Some(self.timeout))
             .await?;
         resp.status.ok_or_else(|| missing(STATUS, "status"))
     }
@@ -91,7 +79,8 @@ impl RuntimeClient {
             runtime_handler: runtime_handler.into(),
         };
         let resp: pb::RunPodSandboxResponse = self
-            .call(RUN_POD_SANDBOX, &req, Some(self.timeout * 2))
+            .channel
+            .unary(RUN_POD_SANDBOX, &req, Some(self.timeout * 2))
             .await?;
         non_empty(RUN_POD_SANDBOX, "pod_sandbox_id", resp.pod_sandbox_id)
     }
@@ -102,7 +91,8 @@ impl RuntimeClient {
             pod_sandbox_id: id.into(),
         };
         let _: pb::StopPodSandboxResponse = self
-            .call(STOP_POD_SANDBOX, &req, Some(self.timeout))
+            .channel
+            .unary(STOP_POD_SANDBOX, &req, Some(self.timeout))
             .await?;
         Ok(())
     }
@@ -113,7 +103,8 @@ impl RuntimeClient {
             pod_sandbox_id: id.into(),
         };
         let _: pb::RemovePodSandboxResponse = self
-            .call(REMOVE_POD_SANDBOX, &req, Some(self.timeout))
+            .channel
+            .unary(REMOVE_POD_SANDBOX, &req, Some(self.timeout))
             .await?;
         Ok(())
     }
@@ -124,7 +115,8 @@ impl RuntimeClient {
             pod_sandbox_id: id.into(),
         };
         let resp: pb::PodSandboxStatusResponse = self
-            .call(POD_SANDBOX_STATUS, &req, Some(self.timeout))
+            .channel
+            .unary(POD_SANDBOX_STATUS, &req, Some(self.timeout))
             .await?;
         resp.status
             .ok_or_else(|| missing(POD_SANDBOX_STATUS, "status"))
@@ -137,7 +129,8 @@ impl RuntimeClient {
     ) -> Result<Vec<pb::PodSandbox>, CriError> {
         let req = pb::ListPodSandboxRequest { filter };
         let resp: pb::ListPodSandboxResponse = self
-            .call(LIST_POD_SANDBOX, &req, Some(self.timeout))
+            .channel
+            .unary(LIST_POD_SANDBOX, &req, Some(self.timeout))
             .await?;
         Ok(resp.items)
     }
@@ -166,7 +159,8 @@ impl RuntimeClient {
             sandbox_config: Some(sandbox_config),
         };
         let resp: pb::CreateContainerResponse = self
-            .call(CREATE_CONTAINER, &req, Some(self.timeout))
+            .channel
+            .unary(CREATE_CONTAINER, &req, Some(self.timeout))
             .await?;
         non_empty(CREATE_CONTAINER, "container_id", resp.container_id)
     }
@@ -176,8 +170,10 @@ impl RuntimeClient {
         let req = pb::StartContainerRequest {
             container_id: id.into(),
         };
-        let _: pb::StartContainerResponse =
-            self.call(START_CONTAINER, &req, Some(self.timeout)).await?;
+        let _: pb::StartContainerResponse = self
+            .channel
+            .unary(START_CONTAINER, &req, Some(self.timeout))
+            .await?;
         Ok(())
     }
 
@@ -189,7 +185,10 @@ impl RuntimeClient {
             timeout: i64::try_from(grace.as_secs()).unwrap_or(i64::MAX),
         };
         let deadline = self.timeout.saturating_add(grace);
-        let _: pb::StopContainerResponse = self.call(STOP_CONTAINER, &req, Some(deadline)).await?;
+        let _: pb::StopContainerResponse = self
+            .channel
+            .unary(STOP_CONTAINER, &req, Some(deadline))
+            .await?;
         Ok(())
     }
 
@@ -199,7 +198,8 @@ impl RuntimeClient {
             container_id: id.into(),
         };
         let _: pb::RemoveContainerResponse = self
-            .call(REMOVE_CONTAINER, &req, Some(self.timeout))
+            .channel
+            .unary(REMOVE_CONTAINER, &req, Some(self.timeout))
             .await?;
         Ok(())
     }
@@ -210,8 +210,10 @@ impl RuntimeClient {
         filter: Option<pb::ContainerFilter>,
     ) -> Result<Vec<pb::Container>, CriError> {
         let req = pb::ListContainersRequest { filter };
-        let resp: pb::ListContainersResponse =
-            self.call(LIST_CONTAINERS, &req, Some(self.timeout)).await?;
+        let resp: pb::ListContainersResponse = self
+            .channel
+            .unary(LIST_CONTAINERS, &req, Some(self.timeout))
+            .await?;
         Ok(resp.containers)
     }
 
@@ -231,7 +233,8 @@ impl RuntimeClient {
             container_id: id.into(),
         };
         let resp: pb::ContainerStatusResponse = self
-            .call(CONTAINER_STATUS, &req, Some(self.timeout))
+            .channel
+            .unary(CONTAINER_STATUS, &req, Some(self.timeout))
             .await?;
         resp.status
             .ok_or_else(|| missing(CONTAINER_STATUS, "status"))
@@ -243,7 +246,8 @@ impl RuntimeClient {
             container_id: id.into(),
         };
         let _: pb::ReopenContainerLogResponse = self
-            .call(REOPEN_CONTAINER_LOG, &req, Some(self.timeout))
+            .channel
+            .unary(REOPEN_CONTAINER_LOG, &req, Some(self.timeout))
             .await?;
         Ok(())
     }
@@ -265,7 +269,7 @@ impl RuntimeClient {
             timeout: i64::try_from(secs).unwrap_or(i64::MAX),
         };
         let deadline = limit.map(|d| self.timeout.saturating_add(d));
-        self.call(EXEC_SYNC, &req, deadline).await
+        self.channel.unary(EXEC_SYNC, &req, deadline).await
     }
 
     /// CPU, memory and writable-layer usage of the containers matching `filter`.
@@ -275,7 +279,8 @@ impl RuntimeClient {
     ) -> Result<Vec<pb::ContainerStats>, CriError> {
         let req = pb::ListContainerStatsRequest { filter };
         let resp: pb::ListContainerStatsResponse = self
-            .call(LIST_CONTAINER_STATS, &req, Some(self.timeout))
+            .channel
+            .unary(LIST_CONTAINER_STATS, &req, Some(self.timeout))
             .await?;
         Ok(resp.stats)
     }
