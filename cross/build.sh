@@ -2,7 +2,10 @@
 # Static musl builds for the gateway targets, and their tests on an emulated ARM CPU.
 #
 #   cross/build.sh static TARGET...   release binary -> target/cross/TARGET/release/tinylet,
-#                                     checked static + stripped, copied to dist/tinylet-TARGET
+#                                     checked static + stripped, copied to dist/tinylet-TARGET;
+#                                     TARGET may also be x86_64-unknown-linux-musl (the
+#                                     device-like static build make bench-agent measures;
+#                                     it runs natively, no qemu)
 #   cross/build.sh test TARGET...     the library's unit tests, run under qemu-user
 #   cross/build.sh cross-test         both targets: static, --version under qemu, unit
 #                                     tests under qemu, then "size TARGET BYTES" lines
@@ -49,11 +52,12 @@ pick_path() {
 	esac
 }
 
-# The qemu-user binary that runs TARGET's code.
+# The qemu-user binary that runs TARGET's code; empty for x86_64 (runs natively).
 qemu_for() {
 	case $1 in
 	aarch64-*) echo qemu-aarch64-static ;;
 	armv7-*) echo qemu-arm-static ;;
+	x86_64-*) echo "" ;;
 	*) die "no qemu known for target $1" ;;
 	esac
 }
@@ -63,10 +67,11 @@ env_triple() { echo "$1" | tr 'a-z-' 'A-Z_'; }
 
 # Sets up the environment of the docker-less path for TARGET, installing what is missing.
 zigbuild_env() {
-	local t=$1 T
+	local t=$1 T qemu
 	T=$(env_triple "$t")
+	qemu=$(qemu_for "$t")
 	export PATH=$CROSS_VENV/bin:$PATH
-	if ! command -v cargo-zigbuild >/dev/null || ! command -v "$(qemu_for "$t")" >/dev/null ||
+	if ! command -v cargo-zigbuild >/dev/null || { [ -n "$qemu" ] && ! command -v "$qemu" >/dev/null; } ||
 		[ ! -x /usr/bin/rustc ] || [ ! -d /usr/lib/rustlib/src/rust/library/std ] ||
 		! command -v file >/dev/null; then
 		"$ROOT/cross/install-deps.sh"
@@ -78,7 +83,9 @@ zigbuild_env() {
 	export RUSTC_BOOTSTRAP=1
 	# zig provides crt1.o and libc for musl; rustc must not add its own copies.
 	export "CARGO_TARGET_${T}_RUSTFLAGS=-C link-self-contained=no"
-	export "CARGO_TARGET_${T}_RUNNER=$(qemu_for "$t")"
+	if [ -n "$qemu" ]; then
+		export "CARGO_TARGET_${T}_RUNNER=$qemu"
+	fi
 }
 
 bin_path() { echo "$CARGO_TARGET_DIR/$1/release/tinylet"; }
@@ -117,7 +124,8 @@ version() {
 	cross) out=$(cross run --release --locked --target "$t" -- --version) ;;
 	zigbuild)
 		zigbuild_env "$t"
-		out=$("$(qemu_for "$t")" "$(bin_path "$t")" --version)
+		# shellcheck disable=SC2046 # no qemu word at all for x86_64
+		out=$($(qemu_for "$t") "$(bin_path "$t")" --version)
 		;;
 	esac
 	echo "$t: $out"
