@@ -29,6 +29,12 @@ CROSS_VENV=${CROSS_VENV:-/opt/tinylet-cross}
 # std's own crates (core, alloc, std, compiler_builtins...) plus panic_abort, which the
 # release profile's panic = "abort" links against.
 BUILD_STD=("-Zbuild-std=std,panic_abort")
+# The release binary's std features replace std's defaults (backtrace, panic-unwind):
+# without `backtrace` std carries no symbolizer (addr2line, gimli, object, miniz_oxide)
+# and a panic still prints its message; `optimize_for_size` picks std's small
+# algorithms (sorts, formatting). Measured in Cargo.toml's release-profile comment.
+# Unit tests keep the defaults: the test harness needs unwinding.
+RELEASE_STD_FEATURES=${RELEASE_STD_FEATURES-optimize_for_size}
 
 say() { echo "cross/build: $*" >&2; }
 die() {
@@ -65,13 +71,15 @@ qemu_for() {
 # TARGET in the form cargo's environment variables use: ARMV7_UNKNOWN_LINUX_MUSLEABIHF.
 env_triple() { echo "$1" | tr 'a-z-' 'A-Z_'; }
 
-# Sets up the environment of the docker-less path for TARGET, installing what is missing.
+# Sets up the environment of the docker-less path for TARGETs, installing what is missing.
 zigbuild_env() {
-	local t=$1 T qemu
-	T=$(env_triple "$t")
-	qemu=$(qemu_for "$t")
+	local t T qemu missing=
 	export PATH=$CROSS_VENV/bin:$PATH
-	if ! command -v cargo-zigbuild >/dev/null || { [ -n "$qemu" ] && ! command -v "$qemu" >/dev/null; } ||
+	for t in "$@"; do
+		qemu=$(qemu_for "$t")
+		if [ -n "$qemu" ] && ! command -v "$qemu" >/dev/null; then missing=1; fi
+	done
+	if [ -n "$missing" ] || ! command -v cargo-zigbuild >/dev/null ||
 		[ ! -x /usr/bin/rustc ] || [ ! -d /usr/lib/rustlib/src/rust/library/std ] ||
 		! command -v file >/dev/null; then
 		"$ROOT/cross/install-deps.sh"
@@ -81,26 +89,40 @@ zigbuild_env() {
 	unset RUSTC_WRAPPER RUSTFLAGS CARGO_ENCODED_RUSTFLAGS
 	# -Zbuild-std is unstable: let this stable cargo accept it.
 	export RUSTC_BOOTSTRAP=1
-	# zig provides crt1.o and libc for musl; rustc must not add its own copies.
-	export "CARGO_TARGET_${T}_RUSTFLAGS=-C link-self-contained=no"
-	if [ -n "$qemu" ]; then
-		export "CARGO_TARGET_${T}_RUNNER=$qemu"
-	fi
+	for t in "$@"; do
+		T=$(env_triple "$t")
+		qemu=$(qemu_for "$t")
+		# zig provides crt1.o and libc for musl; rustc must not add its own copies.
+		export "CARGO_TARGET_${T}_RUSTFLAGS=-C link-self-contained=no"
+		if [ -n "$qemu" ]; then
+			export "CARGO_TARGET_${T}_RUNNER=$qemu"
+		fi
+	done
 }
 
 bin_path() { echo "$CARGO_TARGET_DIR/$1/release/tinylet"; }
 
-# Builds the release binary for TARGET and checks that it is static and stripped.
+# Builds the release binaries for TARGETs and checks that each is static and stripped.
+# The docker-less path builds all targets in one cargo run: one job graph, so one
+# target's single-threaded LTO link overlaps the other's compiles (2 cores in CI).
 static() {
-	local t=$1 bin info
-	say "static $t ($(pick_path))"
+	local t
+	say "static $* ($(pick_path))"
 	case $(pick_path) in
-	cross) cross build --release --locked --target "$t" ;;
+	cross) for t in "$@"; do cross build --release --locked --target "$t"; done ;;
 	zigbuild)
-		zigbuild_env "$t"
-		cargo-zigbuild build --release --locked --target "$t" "${BUILD_STD[@]}"
+		zigbuild_env "$@"
+		target_args "$@"
+		cargo-zigbuild build --release --locked "${TARGET_ARGS[@]}" "${BUILD_STD[@]}" \
+			"-Zbuild-std-features=$RELEASE_STD_FEATURES"
 		;;
 	esac
+	for t in "$@"; do check_static "$t"; done
+}
+
+# Fails unless TARGET's binary is static and stripped; copies it to dist/.
+check_static() {
+	local t=$1 bin info
 	bin=$(bin_path "$t")
 	info=$(file -b "$bin")
 	case $info in
@@ -115,6 +137,13 @@ static() {
 	mkdir -p dist
 	cp "$bin" "dist/tinylet-$t"
 	say "$bin: $info"
+}
+
+# Sets TARGET_ARGS to "--target A --target B ..." for cargo.
+target_args() {
+	local t
+	TARGET_ARGS=()
+	for t in "$@"; do TARGET_ARGS+=(--target "$t"); done
 }
 
 # Runs the static binary's --version on the emulated CPU; fails unless it names tinylet.
@@ -135,19 +164,21 @@ version() {
 	esac
 }
 
-# Builds the library's unit tests for TARGET (dev profile: overflow checks on) and runs
+# Builds the library's unit tests for TARGETs (dev profile: overflow checks on) and runs
 # them under qemu-user. Every test runs: a failing or unrunnable test fails the target.
 unit_tests() {
-	local t=$1
-	say "unit tests $t ($(pick_path))"
+	local t
+	say "unit tests $* ($(pick_path))"
 	case $(pick_path) in
-	cross) cross test --locked --lib --target "$t" ;;
+	cross) for t in "$@"; do cross test --locked --lib --target "$t"; done ;;
 	zigbuild)
-		zigbuild_env "$t"
+		zigbuild_env "$@"
+		target_args "$@"
 		# `cargo zigbuild test` is not accepted; the binary itself takes `test`.
 		# No debug info: it only slows the link (zig) and the std build; overflow checks
-		# stay on (dev profile).
-		CARGO_PROFILE_DEV_DEBUG=0 cargo-zigbuild test --locked --lib --target "$t" "${BUILD_STD[@]}"
+		# stay on (dev profile). cargo runs each target's tests with its qemu runner.
+		CARGO_PROFILE_DEV_DEBUG=0 cargo-zigbuild test --locked --lib "${TARGET_ARGS[@]}" \
+			"${BUILD_STD[@]}"
 		;;
 	esac
 }
@@ -156,11 +187,9 @@ size_line() { echo "size $1 $(stat -c %s "$(bin_path "$1")")"; }
 
 cross_test() {
 	local t
-	for t in "${ALL_TARGETS[@]}"; do
-		static "$t"
-		version "$t"
-		unit_tests "$t"
-	done
+	static "${ALL_TARGETS[@]}"
+	for t in "${ALL_TARGETS[@]}"; do version "$t"; done
+	unit_tests "${ALL_TARGETS[@]}"
 	for t in "${ALL_TARGETS[@]}"; do
 		size_line "$t"
 	done
@@ -171,16 +200,16 @@ cmd=${1:-}
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${ALL_TARGETS[@]}")
 case $cmd in
-static | version | size)
+version | size)
 	for t in "${targets[@]}"; do
 		case $cmd in
-		static) static "$t" ;;
 		version) version "$t" ;;
 		size) size_line "$t" ;;
 		esac
 	done
 	;;
-test) for t in "${targets[@]}"; do unit_tests "$t"; done ;;
+static) static "${targets[@]}" ;;
+test) unit_tests "${targets[@]}" ;;
 cross-test) cross_test ;;
 *) die "usage: cross/build.sh static|version|test|size [TARGET...] | cross-test" ;;
 esac
