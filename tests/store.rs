@@ -514,3 +514,85 @@ fn read_only_store_changes_nothing() {
         .is_err());
     assert!(names(&s.state().join("status")).is_empty());
 }
+
+fn pod_with_uid(ns: &str, name: &str, uid: &str) -> Object {
+    let j = format!(
+        r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{name}","namespace":"{ns}","uid":"{uid}"}},
+            "spec":{{"containers":[{{"name":"c","image":"nginx"}}]}}}}"#
+    );
+    parse_object("test", j.as_bytes()).unwrap()
+}
+
+/// Issue 15, item 15: two pods never share a uid. `apply` refuses the second (against
+/// stored and firmware pods); files that share one anyway (written by hand, baked into
+/// firmware) load only the first in namespace/name order.
+#[test]
+fn two_pods_never_share_a_uid() {
+    let s = Scratch::new("shared-uid");
+    let fw = s.firmware();
+    std::fs::create_dir_all(&fw).unwrap();
+    let fw_pod = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"fw","namespace":"default","uid":"fw_uid-1"},
+        "spec":{"containers":[{"name":"c","image":"nginx"}]}}"#;
+    std::fs::write(fw.join("fw.json"), fw_pod).unwrap();
+    let mut store = Store::open_at(&s.state(), std::slice::from_ref(&fw)).unwrap();
+    assert_eq!(
+        store
+            .apply(pod_with_uid("default", "a", "my_pod-1"))
+            .unwrap(),
+        Applied::Created
+    );
+    // Re-applying the same pod with its uid is fine; another pod with it is not.
+    assert_eq!(
+        store
+            .apply(pod_with_uid("default", "a", "my_pod-1"))
+            .unwrap(),
+        Applied::Unchanged
+    );
+    for (ns, name, uid, owner) in [
+        ("default", "b", "my_pod-1", "pod default/a ("),
+        ("other", "a", "my_pod-1", "default_a.json"),
+        ("default", "c", "fw_uid-1", "pod default/fw ("),
+    ] {
+        let e = store.apply(pod_with_uid(ns, name, uid)).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains(uid) && msg.contains(owner) && msg.contains("cannot share a uid"),
+            "{msg}"
+        );
+        assert!(
+            store.get(Kind::Pod, ns, name).unwrap().is_none(),
+            "{ns}/{name} not stored"
+        );
+    }
+    // Replacing a pod by its own name with a fresh explicit uid is still fine.
+    assert_eq!(
+        store
+            .apply(pod_with_uid("default", "a", "my_pod-2"))
+            .unwrap(),
+        Applied::Replaced
+    );
+
+    // Files sharing a uid anyway: the first in namespace/name order wins.
+    let pods = s.state().join("desired/pods");
+    let by_hand = |ns: &str, name: &str, uid: &str| {
+        let o = pod_with_uid(ns, name, uid);
+        std::fs::write(pods.join(format!("{ns}_{name}.json")), o.to_json_pretty()).unwrap();
+    };
+    by_hand("default", "z-late", "my_pod-2");
+    by_hand("aaa", "early", "fw_uid-1");
+    let desired = store.desired_pods();
+    let got: Vec<(String, String)> = desired
+        .iter()
+        .map(|p| (p.metadata.name.clone(), p.metadata.uid.clone()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("early".to_string(), "fw_uid-1".to_string()),
+            ("a".to_string(), "my_pod-2".to_string()),
+        ],
+        "z-late (same uid as default/a) and the firmware pod (same uid as aaa/early) skipped"
+    );
+    // Nothing was moved: the files are valid on their own.
+    assert!(pods.join("default_z-late.json").exists());
+}

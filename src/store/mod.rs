@@ -66,6 +66,7 @@ use layout::Layout;
 use rustix::fd::BorrowedFd;
 use state_files::Access;
 use status::StatusFiles;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use watch::Watch;
 
@@ -206,7 +207,54 @@ impl Store {
         out.sort_by(|a, b| {
             (a.object.namespace(), a.object.name()).cmp(&(b.object.namespace(), b.object.name()))
         });
+        if kind == Kind::Pod {
+            self.drop_shared_uids(&mut out);
+        }
         out
+    }
+
+    /// Two pods must never share a uid (the agent keys workers, pod directories and log
+    /// directories by it): of pods that do, only the first in namespace/name order is
+    /// kept; the others are logged and skipped. `apply` refuses to make such a pair;
+    /// they come from files written by hand or baked into firmware.
+    fn drop_shared_uids(&self, entries: &mut Vec<Entry>) {
+        let mut owners: HashMap<String, String> = HashMap::new();
+        entries.retain(|e| {
+            let (uid, source) = (&e.object.meta().uid, self.source(e));
+            match owners.get(uid) {
+                Some(owner) => {
+                    log::error!(
+                        "{source}: pod {}/{} has metadata.uid {uid:?}, already the uid of {owner}; \
+                         skipped (two pods cannot share a uid)",
+                        e.object.namespace(),
+                        e.object.name()
+                    );
+                    false
+                }
+                None => {
+                    let owner = format!(
+                        "pod {}/{} ({source})",
+                        e.object.namespace(),
+                        e.object.name()
+                    );
+                    owners.insert(uid.clone(), owner);
+                    true
+                }
+            }
+        });
+    }
+
+    /// The file an entry was read from.
+    fn source(&self, e: &Entry) -> String {
+        match &e.origin {
+            Origin::Firmware(path) => path.display().to_string(),
+            Origin::State => {
+                let file =
+                    layout::file_name(e.object.namespace(), e.object.name()).unwrap_or_default();
+                let kind = Kind::of(&e.object);
+                self.layout.kind_dir(kind).join(file).display().to_string()
+            }
+        }
     }
 
     /// The pods the agent should run.

@@ -72,7 +72,18 @@ impl Store {
         if let Object::Pod(p) = &mut obj {
             p.status = None;
         }
+        let explicit_uid = !obj.meta().uid.is_empty();
         let outcome = merge_identity(&mut obj, previous.as_ref().or(firmware.as_ref()))?;
+        // A uid the manifest brings may be another pod's (a random one never is).
+        if kind == Kind::Pod && explicit_uid && outcome != Applied::Updated {
+            if let Some(owner) = self.pod_with_uid(&obj.meta().uid, &ns, &name) {
+                return Err(StoreError::Invalid(format!(
+                    "metadata.uid {:?} is already the uid of {owner}; two pods cannot share a \
+                     uid (leave metadata.uid out to get a fresh one)",
+                    obj.meta().uid
+                )));
+            }
+        }
         let bytes = to_bytes(&obj);
         let same = match (&stored, &firmware) {
             (Some(s), _) => s.bytes == bytes,
@@ -108,6 +119,31 @@ impl Store {
             (false, Some(file)) => Err(StoreError::ReadOnly { what, file }),
             (false, None) => Err(StoreError::NotFound(what)),
         }
+    }
+}
+
+impl Store {
+    /// Another pod (not `ns/name`) with `uid`, in the state directory or the firmware,
+    /// as `pod NS/NAME (FILE)`. Damaged state files are skipped, never moved: they may
+    /// be the only record of a running pod (see [`Store::desired_pods_keeping_damaged`]).
+    fn pod_with_uid(&mut self, uid: &str, ns: &str, name: &str) -> Option<String> {
+        let state = state_files::list(&self.layout, Kind::Pod, Access::ReadOnly)
+            .into_iter()
+            .map(|mut o| {
+                fill_uid(&mut o);
+                let file = layout::file_name(o.namespace(), o.name()).unwrap_or_default();
+                (o, self.layout.kind_dir(Kind::Pod).join(file))
+            });
+        let firmware = self.firmware.scan().into_iter();
+        self.firmware_scanned = true;
+        state
+            .chain(firmware)
+            .find(|(o, _)| {
+                Kind::of(o) == Kind::Pod
+                    && o.meta().uid == uid
+                    && (o.namespace(), o.name()) != (ns, name)
+            })
+            .map(|(o, path)| format!("pod {}/{} ({})", o.namespace(), o.name(), path.display()))
     }
 }
 
