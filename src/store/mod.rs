@@ -42,6 +42,7 @@
 //! it last asked, without reading files (inotify; see [`watch`] for the cost and the
 //! fallback).
 
+pub mod agent_lock;
 pub mod atomic;
 pub mod digest;
 mod error;
