@@ -596,3 +596,72 @@ fn two_pods_never_share_a_uid() {
     // Nothing was moved: the files are valid on their own.
     assert!(pods.join("default_z-late.json").exists());
 }
+
+/// Issue 15, item 7: a status file changed by someone else (garbage written in place,
+/// truncated, removed, replaced by a symlink) is rewritten by the next `changes()`; the
+/// agent's own writes and a steady state rewrite nothing.
+#[test]
+fn status_files_changed_by_others_are_repaired() {
+    use std::io::Write;
+    let s = Scratch::new("status-repair");
+    let mut store = Store::open_at(&s.state(), &[]).unwrap();
+    store.changes(); // the first poll: everything
+    let st = PodStatus {
+        phase: Some(PodPhase::Running),
+        ..Default::default()
+    };
+    assert!(store.write_status("default", "web", &st).unwrap());
+    let path = s.state().join("status/default_web.json");
+    let good = std::fs::read(&path).unwrap();
+    // A pod of another agent life, never written by this store: left alone.
+    std::fs::write(s.state().join("status/default_old.json"), b"junk").unwrap();
+    let written = store.bytes_written();
+    store.changes();
+    assert_eq!(
+        store.bytes_written(),
+        written,
+        "own write and unknown file: no rewrite"
+    );
+    let mut garble = |f: &dyn Fn()| {
+        f();
+        let before = store.bytes_written();
+        store.changes();
+        assert_eq!(std::fs::read(&path).unwrap(), good, "repaired");
+        assert!(store.bytes_written() > before);
+        // Steady state again: nothing written.
+        let after = store.bytes_written();
+        for _ in 0..5 {
+            store.changes();
+        }
+        assert_eq!(store.bytes_written(), after);
+    };
+    // Same size garbage, in place, file kept open (no close event).
+    garble(&|| {
+        let mut f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        f.write_all(&vec![b'x'; good.len()]).unwrap();
+        std::mem::forget(f); // still open: only IN_MODIFY tells
+    });
+    garble(&|| {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+    });
+    garble(&|| std::fs::remove_file(&path).unwrap());
+    garble(&|| {
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", &path).unwrap();
+    });
+    assert!(std::fs::symlink_metadata(&path).unwrap().is_file());
+    assert_eq!(
+        std::fs::read(s.state().join("status/default_old.json")).unwrap(),
+        b"junk"
+    );
+    // A removed status (pod deleted) is not brought back.
+    assert!(store.remove_status("default", "web").unwrap());
+    let before = store.bytes_written();
+    store.changes();
+    assert!(!path.exists());
+    assert_eq!(store.bytes_written(), before);
+}

@@ -40,7 +40,8 @@
 //! # Change detection
 //! [`Store::changed`] tells the agent whether any desired object may have changed since
 //! it last asked, without reading files (inotify; see [`watch`] for the cost and the
-//! fallback).
+//! fallback). The same watch names the status files someone else changed, and
+//! [`Store::changes`] rewrites them ([`status`]).
 
 pub mod agent_lock;
 pub mod atomic;
@@ -95,6 +96,9 @@ impl Changes {
         self.pods || self.objects
     }
 }
+
+/// Index of the status directory in the store's watch (after the kind directories).
+const STATUS_WATCH: usize = Kind::ALL.len();
 
 /// An object as the agent should see it, with its origin.
 #[derive(Debug, Clone)]
@@ -328,14 +332,23 @@ impl Store {
     /// Which kinds of desired objects may have changed since the last call (the first
     /// call says all). A firmware directory may hold any kind: its change counts for
     /// all of them.
+    ///
+    /// It also repairs status files that someone else changed (garbled, truncated,
+    /// removed) since the last call, rewriting what the agent last wrote there (see
+    /// [`status`]): with inotify at once, else when the directory's mtime moves.
     pub fn changes(&mut self) -> Changes {
         let dirs = self.watch_mut().poll();
+        if dirs.dir(STATUS_WATCH) && !self.read_only {
+            let files = self.watch_mut().take_files();
+            self.bytes_written += self.status.repair(files.as_ref());
+        }
         let kind = |k: Kind| {
             let i = Kind::ALL.iter().position(|x| *x == k).unwrap_or(0);
             dirs.dir(i)
         };
+        let first_firmware = STATUS_WATCH + 1;
         let firmware =
-            (Kind::ALL.len()..Kind::ALL.len() + self.firmware.dirs().len()).any(|i| dirs.dir(i));
+            (first_firmware..first_firmware + self.firmware.dirs().len()).any(|i| dirs.dir(i));
         Changes {
             pods: firmware || kind(Kind::Pod),
             objects: firmware || kind(Kind::ConfigMap) || kind(Kind::Secret),
@@ -348,14 +361,17 @@ impl Store {
         self.watch_mut().fd()
     }
 
-    /// The watch, created on first use (CLI commands never need one).
+    /// The watch, created on first use (CLI commands never need one): the kind
+    /// directories, the status directory (at [`STATUS_WATCH`], its files watched too),
+    /// then the firmware directories.
     fn watch_mut(&mut self) -> &mut Watch {
         let layout = &self.layout;
         let firmware = &self.firmware;
         self.watch.get_or_insert_with(|| {
             let mut dirs: Vec<PathBuf> = Kind::ALL.iter().map(|k| layout.kind_dir(*k)).collect();
+            dirs.push(layout.status_dir());
             dirs.extend(firmware.dirs().iter().cloned());
-            Watch::new(dirs)
+            Watch::with_files(dirs, STATUS_WATCH)
         })
     }
 
