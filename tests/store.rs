@@ -665,3 +665,93 @@ fn status_files_changed_by_others_are_repaired() {
     assert!(!path.exists());
     assert_eq!(store.bytes_written(), before);
 }
+
+/// Issue 15, item 11: for the agent, a damaged pod file stays in place and is reported
+/// (shadowing its firmware pod); `restore_pod` quarantines it and writes the good spec
+/// back, but never over a file that was fixed or removed meanwhile.
+#[test]
+fn damaged_pod_files_are_reported_and_restored_not_dropped() {
+    let s = Scratch::new("damaged");
+    let fw = s.firmware();
+    std::fs::create_dir_all(&fw).unwrap();
+    std::fs::write(
+        fw.join("agent.json"),
+        pod_json("default", "agent", "agent:fw"),
+    )
+    .unwrap();
+    let mut store = Store::open_at(&s.state(), std::slice::from_ref(&fw)).unwrap();
+    store.apply(pod("default", "web", "nginx:1")).unwrap();
+    store
+        .apply(pod("default", "agent", "agent:override"))
+        .unwrap();
+    store.apply(pod("default", "db", "db:1")).unwrap();
+    let found = store.desired_pods_keeping_damaged();
+    assert!(found.damaged.is_empty());
+    let web = found
+        .pods
+        .iter()
+        .find(|p| p.metadata.name == "web")
+        .unwrap()
+        .clone();
+    let agent = found
+        .pods
+        .iter()
+        .find(|p| p.metadata.name == "agent")
+        .unwrap()
+        .clone();
+    let dir = s.state().join("desired/pods");
+    let good = std::fs::read(dir.join("default_web.json")).unwrap();
+    // A bit flip in one, a torn write in the other, a stray bad file beside them.
+    let mut flipped = good.clone();
+    let at = flipped.iter().position(|b| *b == b'{').unwrap() + 3;
+    flipped[at] ^= 0x40;
+    std::fs::write(dir.join("default_web.json"), &flipped).unwrap();
+    let ov = std::fs::read(dir.join("default_agent.json")).unwrap();
+    std::fs::write(dir.join("default_agent.json"), &ov[..ov.len() / 2]).unwrap();
+    std::fs::write(dir.join("stray.json"), b"{").unwrap();
+
+    let found = store.desired_pods_keeping_damaged();
+    let running: Vec<&str> = found
+        .pods
+        .iter()
+        .map(|p| p.metadata.name.as_str())
+        .collect();
+    assert_eq!(
+        running,
+        ["db"],
+        "the firmware agent pod stays shadowed by its damaged override"
+    );
+    let damaged: Vec<(&str, &str)> = found
+        .damaged
+        .iter()
+        .map(|d| {
+            (
+                d.name.as_str(),
+                d.path.file_name().unwrap().to_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        damaged,
+        [("agent", "default_agent.json"), ("web", "default_web.json")]
+    );
+    assert!(found.damaged.iter().all(|d| !d.reason.is_empty()));
+    assert!(dir.join("default_web.json").exists(), "left in place");
+    let q = names(&s.state().join("quarantine"));
+    assert_eq!(q.len(), 1, "only the stray file went: {q:?}");
+
+    // Restored: the damaged copy goes to quarantine, the good spec is back.
+    let moved = store.restore_pod(&web).unwrap().expect("restored");
+    assert_eq!(std::fs::read(&moved).unwrap(), flipped);
+    assert_eq!(std::fs::read(dir.join("default_web.json")).unwrap(), good);
+    // Fixed meanwhile (applied) or removed: left as it is.
+    store.apply(pod("default", "agent", "agent:new")).unwrap();
+    assert_eq!(store.restore_pod(&agent).unwrap(), None);
+    assert_eq!(image_of(&mut store, "default", "agent"), "agent:new");
+    store.delete(Kind::Pod, "default", "web").unwrap();
+    assert_eq!(store.restore_pod(&web).unwrap(), None);
+    assert!(!dir.join("default_web.json").exists());
+    let found = store.desired_pods_keeping_damaged();
+    assert!(found.damaged.is_empty());
+    assert_eq!(found.pods.len(), 2);
+}

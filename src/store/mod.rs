@@ -66,7 +66,7 @@ use error::IoContext;
 use firmware::Firmware;
 use layout::Layout;
 use rustix::fd::BorrowedFd;
-use state_files::Access;
+use state_files::{Access, Damaged};
 use status::StatusFiles;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -95,6 +95,24 @@ impl Changes {
     pub fn any(self) -> bool {
         self.pods || self.objects
     }
+}
+
+/// What [`Store::desired_pods_keeping_damaged`] found.
+#[derive(Debug, Default)]
+pub struct DesiredPods {
+    /// The pods to run (state over firmware), sorted by namespace and name.
+    pub pods: Vec<Pod>,
+    /// Pod files that are there but cannot be used; left in place.
+    pub damaged: Vec<DamagedPod>,
+}
+
+/// A desired pod file that cannot be used, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DamagedPod {
+    pub namespace: String,
+    pub name: String,
+    pub path: PathBuf,
+    pub reason: String,
 }
 
 /// Index of the status directory in the store's watch (after the kind directories).
@@ -189,7 +207,15 @@ impl Store {
     /// Every effective object of `kind` (state directory over firmware), sorted by
     /// namespace and name. Bad state files are quarantined, bad firmware files skipped.
     pub fn list(&mut self, kind: Kind) -> Vec<Entry> {
-        let mut out: Vec<Entry> = state_files::list(&self.layout, kind, self.access())
+        let state = state_files::list(&self.layout, kind, self.access());
+        self.effective(kind, state, &[])
+    }
+
+    /// The state objects `state` over the firmware's, sorted, pods with shared uids
+    /// dropped; `damaged` state files (by file name) shadow their firmware object too:
+    /// the state directory's copy wins even when it cannot be read.
+    fn effective(&mut self, kind: Kind, state: Vec<Object>, damaged: &[Damaged]) -> Vec<Entry> {
+        let mut out: Vec<Entry> = state
             .into_iter()
             .map(|mut object| {
                 fill_uid(&mut object);
@@ -201,7 +227,10 @@ impl Store {
             .collect();
         self.firmware_scanned = true;
         for (object, path) in self.firmware.scan() {
-            let shadowed = out.iter().any(|e| same_object(&e.object, &object));
+            let shadowed = out.iter().any(|e| same_object(&e.object, &object))
+                || damaged.iter().any(|d| {
+                    layout::parse_file_name(&d.file) == Some((object.namespace(), object.name()))
+                });
             if Kind::of(&object) == kind && !shadowed {
                 out.push(Entry {
                     object,
@@ -271,6 +300,44 @@ impl Store {
                 _ => None,
             })
             .collect()
+    }
+
+    /// The pods the agent should run, for the agent: as [`Store::desired_pods`], but a
+    /// damaged pod file (a pod's file name, content torn, bit-flipped or otherwise not
+    /// that pod) is neither used nor moved: it is reported, so the agent can put back
+    /// the last good spec it holds ([`Store::restore_pod`]), or keep the pod's
+    /// containers when it holds none. A pod is removed only when its file is.
+    pub fn desired_pods_keeping_damaged(&mut self) -> DesiredPods {
+        let (state, damaged) = if self.read_only {
+            (
+                state_files::list(&self.layout, Kind::Pod, Access::ReadOnly),
+                Vec::new(),
+            )
+        } else {
+            state_files::list_keeping_damaged(&self.layout, Kind::Pod)
+        };
+        let pods = self
+            .effective(Kind::Pod, state, &damaged)
+            .into_iter()
+            .filter_map(|e| match e.object {
+                Object::Pod(p) => Some(*p),
+                _ => None,
+            })
+            .collect();
+        let dir = self.layout.kind_dir(Kind::Pod);
+        let damaged = damaged
+            .into_iter()
+            .filter_map(|d| {
+                let (ns, name) = layout::parse_file_name(&d.file)?;
+                Some(DamagedPod {
+                    namespace: ns.to_string(),
+                    name: name.to_string(),
+                    path: dir.join(&d.file),
+                    reason: d.reason,
+                })
+            })
+            .collect();
+        DesiredPods { pods, damaged }
     }
 
     /// The effective object `kind` `ns/name`, if any.
