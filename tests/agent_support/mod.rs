@@ -113,6 +113,19 @@ impl Node {
         }
     }
 
+    /// The running agent's pid.
+    pub fn agent_pid(&self) -> Option<u32> {
+        self.agent.lock().unwrap().as_ref().map(Child::id)
+    }
+
+    /// Sets `key` (a top-level config field) to `value` in the node's config file; for
+    /// the agent's next start.
+    pub fn set_config(&self, key: &str, value: Value) {
+        let mut cfg: Value = serde_json::from_slice(&std::fs::read(&self.config).unwrap()).unwrap();
+        cfg[key] = value;
+        std::fs::write(&self.config, serde_json::to_vec_pretty(&cfg).unwrap()).unwrap();
+    }
+
     /// Asserts the agent is still running (it must never exit on its own).
     pub fn assert_agent_alive(&self) {
         let mut slot = self.agent.lock().unwrap();
