@@ -288,20 +288,26 @@ fn an_agent_starting_on_a_damaged_desired_file_keeps_the_pods_containers() {
     wait_for("the restarted agent's first relist", START, || {
         (log_count(&n, "first relist done") >= 2).then_some(())
     });
-    assert!(
-        log_count(&n, &format!("no good copy of pod {NS}/held")) >= 1,
-        "{}",
-        n.agent_log_tail()
-    );
     // Orphans go in the first relist after it: watch a few periods.
     std::thread::sleep(PLEG * 6);
     n.assert_agent_alive();
+    assert_eq!(
+        log_count(&n, &format!("pod uid {uid} is not desired")),
+        0,
+        "taken for an orphan:\n{}",
+        n.agent_log_tail()
+    );
     let cri = n.cri();
     let cs = cri.containers(&uid);
     assert_eq!(cs.len(), 1, "{cs:?}\n{}", n.agent_log_tail());
     assert_eq!(cs[0].id, held_id);
     assert!(container_running(&cs[0]));
     assert!(cri.sandboxes(&uid).iter().any(sandbox_ready));
+    assert!(
+        log_count(&n, &format!("no good copy of pod {NS}/held")) >= 1,
+        "{}",
+        n.agent_log_tail()
+    );
     assert_eq!(std::fs::read(&file).unwrap(), torn, "left in place");
     let other = n.wait_running("other", START);
     assert_eq!(container_id(&other, "app"), other_id);
