@@ -173,7 +173,16 @@ fn status_files_changed_by_others_are_rewritten_within_a_period() {
     // Removed.
     std::fs::remove_file(&file).unwrap();
     let removed = wait_repaired(&n, &file, &good, "removal");
-    eprintln!("repaired after: garbage {garbled:?}, truncation {truncated:?}, removal {removed:?}");
+    eprintln!(
+        "status file of {} bytes repaired after: garbage {garbled:?}, truncation {truncated:?}, removal {removed:?}",
+        good.len()
+    );
+    let said = |what: &str| log_count(&n, &format!("{NS}_web.json: {what}; rewritten"));
+    assert!(
+        said("changed by someone else") >= 2 && said("removed by someone else") >= 1,
+        "{}",
+        n.agent_log_tail()
+    );
     // Within one plegPeriod, with slack for a loaded machine.
     for t in [garbled, truncated, removed] {
         assert!(t < PLEG * 4, "repair took {t:?}");
