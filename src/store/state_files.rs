@@ -3,6 +3,8 @@
 //! Every file is parsed and validated again on read (it may have been edited by hand or
 //! damaged), and must hold an object of the directory's kind whose namespace and name
 //! match the file name. Anything else is quarantined; the other files are unaffected.
+//! The agent reads its pods with [`list_keeping_damaged`] instead, which leaves a damaged
+//! file named for a pod in place and reports it (the pod must not vanish with it).
 //! Dotfiles (temp files among them) and files not ending in `.json` are skipped.
 
 use super::atomic;
