@@ -16,3 +16,7 @@ mod node;
 
 #[path = "agent_fake/start.rs"]
 mod start;
+#[path = "agent_fake/crash_loop.rs"]
+mod crash_loop;
+#[path = "agent_fake/probes.rs"]
+mod probes;
