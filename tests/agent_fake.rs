@@ -14,9 +14,17 @@ mod wire;
 #[path = "agent_fake/node.rs"]
 mod node;
 
-#[path = "agent_fake/start.rs"]
-mod start;
+#[path = "agent_fake/adoption.rs"]
+mod adoption;
 #[path = "agent_fake/crash_loop.rs"]
 mod crash_loop;
+#[path = "agent_fake/delete.rs"]
+mod delete;
+#[path = "agent_fake/fake_itself.rs"]
+mod fake_itself;
+#[path = "agent_fake/faults.rs"]
+mod faults;
 #[path = "agent_fake/probes.rs"]
 mod probes;
+#[path = "agent_fake/start.rs"]
+mod start;

@@ -75,12 +75,18 @@ fn crash_loop_back_off_grows_as_kubelets() {
             earliest - created[i + 1]
         );
     }
-    assert!(created[1] < finished[0] + secs(1), "the first restart waits for nothing");
+    assert!(
+        created[1] < finished[0] + secs(1),
+        "the first restart waits for nothing"
+    );
     // The last back-off (80 s) is in force: nothing is made while it lasts.
     n.holds_for(secs(1), "no start during the 80 s back-off", |n| {
         let made = n.rt.count("CreateContainer");
         (made != 5).then(|| format!("{made} containers made, want 5"))
     });
     let now = UNIX_EPOCH.elapsed().unwrap();
-    assert!(now < finished[4] + secs(80), "the observation outlasted the back-off");
+    assert!(
+        now < finished[4] + secs(80),
+        "the observation outlasted the back-off"
+    );
 }

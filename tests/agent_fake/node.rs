@@ -10,7 +10,7 @@
 use crate::runtime::{Call, FakeRuntime, Outcome, PAUSE_IMAGE};
 use serde_json::{json, Value};
 use std::os::unix::process::CommandExt as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -169,7 +169,9 @@ impl FakeNode {
     }
 
     fn status_file(&self, name: &str) -> PathBuf {
-        self.dir.join("state/status").join(format!("{NS}_{name}.json"))
+        self.dir
+            .join("state/status")
+            .join(format!("{NS}_{name}.json"))
     }
 
     /// The pod's status file as the agent last wrote it.
@@ -185,7 +187,10 @@ impl FakeNode {
 
     /// The pod's uid (given by the store on apply).
     pub fn uid(&self, name: &str) -> String {
-        let file = self.dir.join("state/desired/pods").join(format!("{NS}_{name}.json"));
+        let file = self
+            .dir
+            .join("state/desired/pods")
+            .join(format!("{NS}_{name}.json"));
         let pod: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
         pod["metadata"]["uid"].as_str().unwrap().to_string()
     }
@@ -268,7 +273,10 @@ impl Drop for FakeNode {
     fn drop(&mut self) {
         self.kill_agent();
         if std::thread::panicking() {
-            eprintln!("kept the failed test's node directory {}", self.dir.display());
+            eprintln!(
+                "kept the failed test's node directory {}",
+                self.dir.display()
+            );
         } else {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
@@ -321,7 +329,10 @@ pub fn phase(s: &Value) -> &str {
 /// The status of container `name` (app or init).
 pub fn cstatus<'a>(s: &'a Value, name: &str) -> &'a Value {
     for list in ["containerStatuses", "initContainerStatuses"] {
-        if let Some(c) = s[list].as_array().and_then(|l| l.iter().find(|c| c["name"] == name)) {
+        if let Some(c) = s[list]
+            .as_array()
+            .and_then(|l| l.iter().find(|c| c["name"] == name))
+        {
             return c;
         }
     }
@@ -355,7 +366,9 @@ pub fn running_ready(s: &Value) -> bool {
 
 /// The waiting reason of container `name` ("" when not waiting).
 pub fn waiting_reason<'a>(s: &'a Value, name: &str) -> &'a str {
-    cstatus(s, name)["state"]["waiting"]["reason"].as_str().unwrap_or("")
+    cstatus(s, name)["state"]["waiting"]["reason"]
+        .as_str()
+        .unwrap_or("")
 }
 
 /// The container id in `name`'s status, without the runtime's prefix.
@@ -383,9 +396,4 @@ pub fn calls_since(calls: &[Call], from: usize, methods: &[&str]) -> Vec<String>
         .filter(|c| methods.contains(&c.method.as_str()))
         .map(show_call)
         .collect()
-}
-
-/// A directory exists.
-pub fn exists(p: &Path) -> bool {
-    p.exists()
 }

@@ -15,9 +15,19 @@ fn exec_probe(cmd: &[&str]) -> Value {
 fn failing_liveness_probe_kills_and_restarts_the_container() {
     let mut n = FakeNode::new("liveness");
     // The first instance's first probe fails; every later one succeeds.
-    n.rt.execs("app", [ExecReply { stdout: "sick".into(), ..ExecReply::code(1) }], ExecReply::code(0));
+    n.rt.execs(
+        "app",
+        [ExecReply {
+            stdout: "sick".into(),
+            ..ExecReply::code(1)
+        }],
+        ExecReply::code(0),
+    );
     n.start_agent();
-    let app = container_with("app", json!({"livenessProbe": exec_probe(&["/bin/check", "alive"])}));
+    let app = container_with(
+        "app",
+        json!({"livenessProbe": exec_probe(&["/bin/check", "alive"])}),
+    );
     n.apply(&pod(
         "live",
         json!({"terminationGracePeriodSeconds": 7, "containers": [app]}),
@@ -28,26 +38,47 @@ fn failing_liveness_probe_kills_and_restarts_the_container() {
     let first = &n.rt.containers_named("app")[0];
     let last = &cstatus(&s, "app")["lastState"]["terminated"];
     assert_eq!(last["exitCode"], 143, "killed by the stop (SIGTERM): {s}");
-    assert_eq!(last["containerID"], format!("fake-cri://{}", first.id), "{s}");
+    assert_eq!(
+        last["containerID"],
+        format!("fake-cri://{}", first.id),
+        "{s}"
+    );
     let execs = n.rt.calls_to("ExecSync");
     assert_eq!(execs[0].id, first.id);
     assert_eq!(execs[0].cmd, ["/bin/check", "alive"]);
-    assert_eq!(execs[0].timeout, 1, "the probe's timeoutSeconds (default 1)");
+    assert_eq!(
+        execs[0].timeout, 1,
+        "the probe's timeoutSeconds (default 1)"
+    );
     // Killed with the pod's grace period, once.
     let stops = n.rt.calls_to("StopContainer");
     assert_eq!(stops.len(), 1, "one kill");
-    assert_eq!((stops[0].id.as_str(), stops[0].timeout), (first.id.as_str(), 7));
+    assert_eq!(
+        (stops[0].id.as_str(), stops[0].timeout),
+        (first.id.as_str(), 7)
+    );
     // The new instance passes its probes: it keeps running, with the count kept.
-    n.holds_for(Duration::from_millis(2500), "healthy instance left alone", |n| {
-        let s = n.status("live").unwrap_or_default();
-        if restarts(&s, "app") != 1 || !running(&s, "app") {
-            return Some(format!("status changed: {s}"));
-        }
-        let stops = n.rt.count("StopContainer");
-        (stops != 1).then(|| format!("{stops} StopContainer calls"))
-    });
-    let probed_second = n.rt.calls_to("ExecSync").iter().filter(|c| c.id != first.id).count();
-    assert!(probed_second >= 2, "the new instance is probed every second ({probed_second})");
+    n.holds_for(
+        Duration::from_millis(2500),
+        "healthy instance left alone",
+        |n| {
+            let s = n.status("live").unwrap_or_default();
+            if restarts(&s, "app") != 1 || !running(&s, "app") {
+                return Some(format!("status changed: {s}"));
+            }
+            let stops = n.rt.count("StopContainer");
+            (stops != 1).then(|| format!("{stops} StopContainer calls"))
+        },
+    );
+    let probed_second =
+        n.rt.calls_to("ExecSync")
+            .iter()
+            .filter(|c| c.id != first.id)
+            .count();
+    assert!(
+        probed_second >= 2,
+        "the new instance is probed every second ({probed_second})"
+    );
 }
 
 #[test]

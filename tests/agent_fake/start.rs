@@ -49,10 +49,15 @@ fn pod_starts_and_runs() {
     }
     // Present with IfNotPresent: not pulled. `side` (default policy for a tag:
     // IfNotPresent) was missing: pulled once, and created from what the pull returned.
-    let pulls: Vec<String> = n.rt.calls_to("PullImage").iter().map(|c| c.name.clone()).collect();
+    let pulls: Vec<String> =
+        n.rt.calls_to("PullImage")
+            .iter()
+            .map(|c| c.name.clone())
+            .collect();
     assert_eq!(pulls, ["fake.local/side:2"]);
     let side = &n.rt.containers_named("side")[0];
-    let side_image = n.rt.with(|s| s.image("fake.local/side:2").map(|i| i.id.clone()));
+    let side_image =
+        n.rt.with(|s| s.image("fake.local/side:2").map(|i| i.id.clone()));
     assert_eq!(Some(side.image_ref.clone()), side_image);
     // The sandbox image is the runtime's business (RunPodSandbox); never pulled by us.
     assert!(n.rt.with(|s| s.image(PAUSE_IMAGE).is_some()));
@@ -64,14 +69,26 @@ fn restart_policy_never_runs_each_container_once() {
     n.rt.lives("ok", [], Life::exit_after(0, Duration::from_millis(100)));
     n.rt.lives("bad", [], Life::exit_after(2, Duration::from_millis(100)));
     n.start_agent();
-    n.apply(&pod("done", json!({"restartPolicy": "Never", "containers": [container("ok")]})));
-    n.apply(&pod("failed", json!({"restartPolicy": "Never", "containers": [container("bad")]})));
+    n.apply(&pod(
+        "done",
+        json!({"restartPolicy": "Never", "containers": [container("ok")]}),
+    ));
+    n.apply(&pod(
+        "failed",
+        json!({"restartPolicy": "Never", "containers": [container("bad")]}),
+    ));
     let s = n.wait_status("done", "Succeeded", |s| phase(s) == "Succeeded");
     let t = &cstatus(&s, "ok")["state"]["terminated"];
-    assert_eq!((t["exitCode"].as_i64(), t["reason"].as_str()), (Some(0), Some("Completed")));
+    assert_eq!(
+        (t["exitCode"].as_i64(), t["reason"].as_str()),
+        (Some(0), Some("Completed"))
+    );
     let s = n.wait_status("failed", "Failed", |s| phase(s) == "Failed");
     let t = &cstatus(&s, "bad")["state"]["terminated"];
-    assert_eq!((t["exitCode"].as_i64(), t["reason"].as_str()), (Some(2), Some("Error")));
+    assert_eq!(
+        (t["exitCode"].as_i64(), t["reason"].as_str()),
+        (Some(2), Some("Error"))
+    );
     assert_eq!((restarts(&s, "bad"), condition(&s, "Ready")), (0, "False"));
     // Finished for good: the agent stops the sandboxes and makes nothing more.
     n.wait("both sandboxes stopped", |n| {
@@ -86,9 +103,16 @@ fn restart_policy_never_runs_each_container_once() {
 #[test]
 fn restart_policy_on_failure_restarts_until_success() {
     let mut n = FakeNode::new("onfailure");
-    n.rt.lives("job", [Life::exit(1)], Life::exit_after(0, Duration::from_millis(100)));
+    n.rt.lives(
+        "job",
+        [Life::exit(1)],
+        Life::exit_after(0, Duration::from_millis(100)),
+    );
     n.start_agent();
-    n.apply(&pod("job", json!({"restartPolicy": "OnFailure", "containers": [container("job")]})));
+    n.apply(&pod(
+        "job",
+        json!({"restartPolicy": "OnFailure", "containers": [container("job")]}),
+    ));
     let s = n.wait_status("job", "Succeeded", |s| phase(s) == "Succeeded");
     // The first failure restarts at once (no back-off before the second start).
     assert_eq!(restarts(&s, "job"), 1, "{s}");
@@ -99,7 +123,11 @@ fn restart_policy_on_failure_restarts_until_success() {
         let creates = n.rt.count("CreateContainer");
         (creates != 2).then(|| format!("{creates} CreateContainer calls, want 2"))
     });
-    let attempts: Vec<u32> = n.rt.containers_named("job").iter().map(|c| c.attempt()).collect();
+    let attempts: Vec<u32> =
+        n.rt.containers_named("job")
+            .iter()
+            .map(|c| c.attempt())
+            .collect();
     assert_eq!(attempts, [0, 1], "each instance its own CRI attempt");
 }
 
@@ -121,16 +149,30 @@ fn init_containers_run_one_at_a_time_in_order() {
     assert_eq!(condition(&s, "Initialized"), "True");
     for name in ["first", "second"] {
         let t = &cstatus(&s, name)["state"]["terminated"];
-        assert_eq!((t["exitCode"].as_i64(), t["reason"].as_str()), (Some(0), Some("Completed")), "{name}");
+        assert_eq!(
+            (t["exitCode"].as_i64(), t["reason"].as_str()),
+            (Some(0), Some("Completed")),
+            "{name}"
+        );
     }
-    let order: Vec<String> = n.rt.calls_to("CreateContainer").iter().map(|c| c.name.clone()).collect();
+    let order: Vec<String> =
+        n.rt.calls_to("CreateContainer")
+            .iter()
+            .map(|c| c.name.clone())
+            .collect();
     assert_eq!(order, ["first", "second", "app"]);
     // Each one only after the one before had exited (as the runtime reports it).
     let cs = n.rt.containers();
     let created = |name: &str| cs.iter().find(|c| c.name() == name).unwrap().created_at;
     let finished = |name: &str| cs.iter().find(|c| c.name() == name).unwrap().finished_at;
-    assert!(created("second") > finished("first"), "second made before first ended");
-    assert!(created("app") > finished("second"), "app made before second ended");
+    assert!(
+        created("second") > finished("first"),
+        "second made before first ended"
+    );
+    assert!(
+        created("app") > finished("second"),
+        "app made before second ended"
+    );
 }
 
 #[test]
@@ -144,8 +186,16 @@ fn failed_init_container_is_retried_and_holds_the_app_back() {
     ));
     let s = n.wait_status("initfail", "Running and Ready", running_ready);
     assert_eq!(restarts(&s, "setup"), 1, "{s}");
-    assert_eq!(cstatus(&s, "setup")["lastState"]["terminated"]["exitCode"], 3, "{s}");
-    let order: Vec<String> = n.rt.calls_to("CreateContainer").iter().map(|c| c.name.clone()).collect();
+    assert_eq!(
+        cstatus(&s, "setup")["lastState"]["terminated"]["exitCode"],
+        3,
+        "{s}"
+    );
+    let order: Vec<String> =
+        n.rt.calls_to("CreateContainer")
+            .iter()
+            .map(|c| c.name.clone())
+            .collect();
     assert_eq!(order, ["setup", "setup", "app"]);
 }
 
@@ -164,8 +214,16 @@ fn failed_init_container_under_never_fails_the_pod() {
     ));
     let s = n.wait_status("initnever", "Failed", |s| phase(s) == "Failed");
     assert_eq!(condition(&s, "Initialized"), "False", "{s}");
-    n.holds_for(Duration::from_secs(1), "the app container never made", |n| {
-        let made: Vec<String> = n.rt.calls_to("CreateContainer").iter().map(|c| c.name.clone()).collect();
-        (made != ["setup"]).then(|| format!("created {made:?}"))
-    });
+    n.holds_for(
+        Duration::from_secs(1),
+        "the app container never made",
+        |n| {
+            let made: Vec<String> =
+                n.rt.calls_to("CreateContainer")
+                    .iter()
+                    .map(|c| c.name.clone())
+                    .collect();
+            (made != ["setup"]).then(|| format!("created {made:?}"))
+        },
+    );
 }

@@ -3,10 +3,10 @@
 //! demand: the method called picks the misbehaviour, the request message (an `Echo`
 //! string) carries its parameter.
 
+use crate::wire::{frame, grpc_head, trailers};
 use bytes::Bytes;
 use h2::server::SendResponse;
 use h2::{Reason, RecvStream};
-use crate::wire::{frame, grpc_head, trailers};
 use http::{HeaderMap, Request, Response};
 use smol::channel::{Receiver, Sender};
 use smol::{Async, Task, Timer};

@@ -11,9 +11,9 @@
 //! take the socket away and bring it back with the state kept, as a runtime restart.
 #![allow(dead_code)]
 
+pub mod script;
 mod serve;
 mod service;
-pub mod script;
 pub mod state;
 
 pub use script::{code, ExecReply, Fault, Life, Misbehave, Script, Stop};
@@ -111,7 +111,13 @@ impl FakeRuntime {
 
     /// The calls of `method` so far.
     pub fn calls_to(&self, method: &str) -> Vec<Call> {
-        self.with(|s| s.calls.iter().filter(|c| c.method == method).cloned().collect())
+        self.with(|s| {
+            s.calls
+                .iter()
+                .filter(|c| c.method == method)
+                .cloned()
+                .collect()
+        })
     }
 
     /// How many calls of `method` so far.

@@ -86,7 +86,11 @@ async fn connection(stream: Async<UnixStream>, state: Arc<Mutex<State>>) {
 }
 
 /// Reads one request, serves it as planned and records how it ended.
-async fn call(req: Request<RecvStream>, mut respond: SendResponse<Bytes>, state: Arc<Mutex<State>>) {
+async fn call(
+    req: Request<RecvStream>,
+    mut respond: SendResponse<Bytes>,
+    state: Arc<Mutex<State>>,
+) {
     let (head, mut body) = req.into_parts();
     let mut all = Vec::new();
     while let Some(Ok(chunk)) = body.data().await {

@@ -135,7 +135,11 @@ fn dispatch(st: &mut State, method: &str, msg: &[u8], call: &mut Call) -> Result
         "RunPodSandbox" => {
             let r: pb::RunPodSandboxRequest = decode(msg)?;
             let config = r.config.unwrap_or_default();
-            call.name = config.metadata.as_ref().map(|m| m.name.clone()).unwrap_or_default();
+            call.name = config
+                .metadata
+                .as_ref()
+                .map(|m| m.name.clone())
+                .unwrap_or_default();
             let late = gate!(st, call);
             let id = st.run_pod_sandbox(config, r.runtime_handler)?;
             made(st, &id);
@@ -163,7 +167,12 @@ fn dispatch(st: &mut State, method: &str, msg: &[u8], call: &mut Call) -> Result
             call.name = pod_name(st, &call.id);
             let late = gate!(st, call);
             let status = sandbox_status(st.sandbox(&r.pod_sandbox_id)?);
-            done(pb::PodSandboxStatusResponse { status: Some(status) }, late)
+            done(
+                pb::PodSandboxStatusResponse {
+                    status: Some(status),
+                },
+                late,
+            )
         }
         "ListPodSandbox" => {
             let r: pb::ListPodSandboxRequest = decode(msg)?;
@@ -180,7 +189,11 @@ fn dispatch(st: &mut State, method: &str, msg: &[u8], call: &mut Call) -> Result
         "CreateContainer" => {
             let r: pb::CreateContainerRequest = decode(msg)?;
             let config = r.config.unwrap_or_default();
-            call.name = config.metadata.as_ref().map(|m| m.name.clone()).unwrap_or_default();
+            call.name = config
+                .metadata
+                .as_ref()
+                .map(|m| m.name.clone())
+                .unwrap_or_default();
             let late = gate!(st, call);
             let id = st.create_container(&r.pod_sandbox_id, config)?;
             made(st, &id);
@@ -229,7 +242,12 @@ fn dispatch(st: &mut State, method: &str, msg: &[u8], call: &mut Call) -> Result
             call.name = container_name(st, &call.id);
             let late = gate!(st, call);
             let status = container_status(st.container(&r.container_id)?);
-            done(pb::ContainerStatusResponse { status: Some(status) }, late)
+            done(
+                pb::ContainerStatusResponse {
+                    status: Some(status),
+                },
+                late,
+            )
         }
         "ReopenContainerLog" => {
             let r: pb::ReopenContainerLogRequest = decode(msg)?;
@@ -237,7 +255,10 @@ fn dispatch(st: &mut State, method: &str, msg: &[u8], call: &mut Call) -> Result
             call.name = container_name(st, &call.id);
             let late = gate!(st, call);
             if !st.container(&r.container_id)?.running() {
-                return Err(Status::new(code::FAILED_PRECONDITION, "container is not running"));
+                return Err(Status::new(
+                    code::FAILED_PRECONDITION,
+                    "container is not running",
+                ));
             }
             done(pb::ReopenContainerLogResponse {}, late)
         }
@@ -320,7 +341,10 @@ fn dispatch(st: &mut State, method: &str, msg: &[u8], call: &mut Call) -> Result
         }
         _ => {
             gate!(st, call);
-            Err(Status::new(code::UNIMPLEMENTED, format!("unknown method {method}")))
+            Err(Status::new(
+                code::UNIMPLEMENTED,
+                format!("unknown method {method}"),
+            ))
         }
     }
 }

@@ -62,7 +62,10 @@ pub struct FakeSandbox {
 impl FakeSandbox {
     /// The pod name of its metadata.
     pub fn pod_name(&self) -> &str {
-        self.config.metadata.as_ref().map_or("", |m| m.name.as_str())
+        self.config
+            .metadata
+            .as_ref()
+            .map_or("", |m| m.name.as_str())
     }
 
     pub fn attempt(&self) -> u32 {
@@ -103,7 +106,10 @@ pub struct FakeContainer {
 impl FakeContainer {
     /// Its name in the pod spec (metadata).
     pub fn name(&self) -> &str {
-        self.config.metadata.as_ref().map_or("", |m| m.name.as_str())
+        self.config
+            .metadata
+            .as_ref()
+            .map_or("", |m| m.name.as_str())
     }
 
     pub fn attempt(&self) -> u32 {
@@ -243,10 +249,10 @@ impl State {
 
     /// Records `call`; says whether a scripted fault stops it, or how late to answer.
     pub fn begin(&mut self, call: Call) -> Result<Option<Duration>, Halt> {
-        let fault = self
-            .faults
-            .iter_mut()
-            .find_map(|f| f.take(&call.method, &call.name).then(|| f.misbehave.clone()));
+        let fault = self.faults.iter_mut().find_map(|f| {
+            f.take(&call.method, &call.name)
+                .then(|| f.misbehave.clone())
+        });
         self.calls.push(call);
         match fault {
             None => Ok(None),
@@ -292,7 +298,11 @@ impl State {
 
     // ---- sandboxes ----
 
-    pub fn run_pod_sandbox(&mut self, config: pb::PodSandboxConfig, handler: String) -> Result<String, Status> {
+    pub fn run_pod_sandbox(
+        &mut self,
+        config: pb::PodSandboxConfig,
+        handler: String,
+    ) -> Result<String, Status> {
         let m = config.metadata.clone().unwrap_or_default();
         let id = self.new_id('s');
         let name = format!("{}_{}_{}_{}", m.name, m.namespace, m.uid, m.attempt);
@@ -362,7 +372,10 @@ impl State {
         let m = config.metadata.clone().unwrap_or_default();
         let sm = sandbox.config.metadata.clone().unwrap_or_default();
         let id = self.new_id('c');
-        let name = format!("{}_{}_{}_{}_{}", m.name, sm.name, sm.namespace, sm.uid, m.attempt);
+        let name = format!(
+            "{}_{}_{}_{}_{}",
+            m.name, sm.name, sm.namespace, sm.uid, m.attempt
+        );
         self.reserve("container", name, &id)?;
         let log_path = if config.log_path.is_empty() {
             String::new()
@@ -402,7 +415,10 @@ impl State {
         if c.state != pb::ContainerState::ContainerCreated {
             return Err(Status::new(
                 code::UNKNOWN,
-                format!("failed to set starting state for container {id:?}: container is in {:?} state", c.state),
+                format!(
+                    "failed to set starting state for container {id:?}: container is in {:?} state",
+                    c.state
+                ),
             ));
         }
         if !self.sandbox(&c.sandbox_id)?.ready {
@@ -417,7 +433,12 @@ impl State {
         let c = self.containers.get_mut(id).expect("checked above");
         c.state = pb::ContainerState::ContainerRunning;
         c.started_at = now;
-        if let Life::Exit { code, after, backdate } = life {
+        if let Life::Exit {
+            code,
+            after,
+            backdate,
+        } = life
+        {
             let at = now + ns(after);
             c.exit = Some(PendingExit {
                 at,
@@ -437,7 +458,11 @@ impl State {
         if !c.running() {
             return Ok(Duration::ZERO);
         }
-        let stop = self.stops.get(c.name()).copied().unwrap_or(Stop::OnTerm(143));
+        let stop = self
+            .stops
+            .get(c.name())
+            .copied()
+            .unwrap_or(Stop::OnTerm(143));
         let now = now_ns();
         let c = self.containers.get_mut(id).expect("checked above");
         match stop {
