@@ -74,6 +74,12 @@ fn failed_sandbox_is_retried() {
     n.rt.fault(Fault::on("RunPodSandbox", fail).times(2));
     n.start_agent();
     n.apply(&pod("net", json!({"containers": [container("app")]})));
+    n.wait("the first RunPodSandbox", |n| {
+        (n.rt.count("RunPodSandbox") == 1).then_some(())
+    });
+    // A configMap change wakes every pod's worker: the back-off must still hold.
+    n.apply(&json!({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "wake", "namespace": NS}, "data": {"a": "b"}}));
     let s = n.wait_status("net", "waiting for its sandbox", |s| {
         let w = &cstatus(s, "app")["state"]["waiting"];
         waiting_reason(s, "app") == "ContainerCreating"
@@ -142,7 +148,12 @@ fn agent_waits_for_a_runtime_that_starts_late() {
         n.log().contains("waiting for the runtime").then_some(())
     });
     n.rt.up();
-    n.wait_status("web", "Running", running_ready);
+    let s = n.wait_status("web", "Running", running_ready);
+    // The runtime's name comes from the Version call the agent waited for.
+    let id = cstatus(&s, "app")["containerID"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(id.starts_with("fake-cri://"), "{s}");
 }
 
 #[test]
