@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use std::time::{Duration, UNIX_EPOCH};
 
 /// What is left of each back-off when the agent sees the exit.
-const LEFT: Duration = Duration::from_millis(1500);
+const LEFT: Duration = Duration::from_secs(2);
 
 fn secs(s: u64) -> Duration {
     Duration::from_secs(s)
