@@ -11,13 +11,15 @@
 //! take the socket away and bring it back with the state kept, as a runtime restart.
 #![allow(dead_code)]
 
+pub mod objects;
 pub mod script;
 mod serve;
 mod service;
 pub mod state;
 
+pub use objects::{Call, FakeContainer, FakeSandbox, Outcome};
 pub use script::{code, ExecReply, Fault, Life, Misbehave, Script, Stop};
-pub use state::{Call, FakeContainer, FakeSandbox, Outcome, State};
+pub use state::State;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

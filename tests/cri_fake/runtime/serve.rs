@@ -3,8 +3,9 @@
 //! while the agent talks to the runtime. The state is shared under a mutex that is never
 //! held across an `.await`.
 
+use super::objects::Outcome;
 use super::service;
-use super::state::{Outcome, State, Status};
+use super::state::{State, Status};
 use crate::wire::{frame, grpc_head, percent_encode, trailers, unframe};
 use bytes::Bytes;
 use h2::server::SendResponse;

@@ -2,8 +2,9 @@
 //! each call is decoded with the project's prost types, recorded, checked against the
 //! scripted faults, carried out, and answered with a real encoded response.
 
+use super::objects::{Call, FakeContainer, FakeImage, FakeSandbox};
 use super::script::code;
-use super::state::{now_ns, Call, FakeContainer, FakeImage, FakeSandbox, Halt, State, Status};
+use super::state::{now_ns, Halt, State, Status};
 use prost::Message;
 use std::sync::Mutex;
 use std::time::Duration;
