@@ -426,6 +426,25 @@ pub fn wait_for<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<
     }
 }
 
+/// Watches for `window` that nothing goes wrong: `check` looks every 200 ms (at least
+/// twice) and returns what it found wrong; the first finding fails the test, naming
+/// what was watched. In place of a fixed sleep and one look at the end, so a change
+/// that comes and goes within the window is seen too.
+pub fn holds_for(what: &str, window: Duration, mut check: impl FnMut() -> Option<String>) {
+    let end = Instant::now() + window;
+    let mut looks = 0;
+    loop {
+        if let Some(wrong) = check() {
+            panic!("{what}: {wrong} (after {looks} good looks over {window:?})");
+        }
+        looks += 1;
+        if looks >= 2 && Instant::now() >= end {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 /// A file the test may share between runs of a node: `dir/name` with `text`.
 pub fn write_file(dir: &Path, name: &str, text: &str) -> PathBuf {
     let path = dir.join(name);
