@@ -390,6 +390,18 @@ fn resources() {
         json!({"resources": {"limits": {"example.com/dongle": 1, "cpu": 0.25}}}),
         &[],
     );
+    // Issue 15 item 17: CPU quantities are bounded, so no arithmetic on them can wrap.
+    container(
+        json!({"resources": {"requests": {"cpu": "1000001"}, "limits": {"cpu": "9e18"}}}),
+        &[
+            &format!("{r}.limits.cpu: must be at most 1000000 CPUs, got 9e18"),
+            &format!("{r}.requests.cpu: must be at most 1000000 CPUs, got 1000001"),
+        ],
+    );
+    container(
+        json!({"resources": {"requests": {"cpu": "0"}, "limits": {"cpu": "1M", "memory": "7Ei"}}}),
+        &[],
+    );
 }
 
 #[test]

@@ -585,6 +585,9 @@ impl Errors {
                         format_args!("must be greater than or equal to 0, got {q}"),
                     );
                 }
+                if name == "cpu" && q.nanos() > MAX_CPU * 1_000_000_000 {
+                    self.add(&p, format_args!("must be at most {MAX_CPU} CPUs, got {q}"));
+                }
             }
         }
         for (name, req) in &r.requests {
@@ -848,6 +851,11 @@ impl Errors {
         }
     }
 }
+
+/// The largest CPU request or limit: far beyond any machine, and small enough that
+/// kubelet's arithmetic (milli-CPUs x 100000 us per period) stays within 64 bits and
+/// the CFS quota below the kernel's maximum (2^44-1 us). Kubernetes has no bound.
+const MAX_CPU: i128 = 1_000_000;
 
 /// Kubernetes' limit on the total size of an object's annotations.
 const MAX_ANNOTATION_BYTES: usize = 256 * 1024;
