@@ -149,6 +149,36 @@ fn containers() {
         &["spec.containers[0].image: required"],
     );
     container(json!({"image": " busybox"}), &["spec.containers[0].image: must not have leading or trailing whitespace, got \" busybox\""]);
+    // Issue 15 item 9: the docker reference grammar, as kubelet parses images.
+    let bad_image = |image: &str, why: &str| {
+        container(
+            json!({ "image": image }),
+            &[&format!("spec.containers[0].image: must be an image reference [host[:port]/]path[:tag][@digest]: {why}, got {image:?}")],
+        )
+    };
+    let path = "each part of the repository path must be lowercase letters and digits, joined by '.', '_', '__' or '-'";
+    bad_image("localhost/busybox v1", path);
+    bad_image("busy\nbox:1", path);
+    bad_image("Busybox", "the repository name must be lowercase");
+    bad_image(
+        "127.0.0.1:5000/App",
+        "the repository name must be lowercase",
+    );
+    bad_image(
+        "busybox:1\n0",
+        "the tag must be 1-128 letters, digits, '_', '.' or '-', not starting with '.' or '-'",
+    );
+    bad_image(
+        "x@sha256:12",
+        "the digest must be ALGORITHM:HEX with at least 32 hex digits",
+    );
+    for good in [
+        "busybox",
+        "127.0.0.1:5000/a/b:v1",
+        &format!("x@sha256:{}", "ab".repeat(32)),
+    ] {
+        container(json!({ "image": good }), &[]);
+    }
     pod(
         json!({"spec": {
             "initContainers": [{"name": "a", "image": "x"}],

@@ -10,6 +10,7 @@ pub mod base64;
 pub mod configmap;
 pub mod container;
 pub mod defaults;
+pub mod image_name;
 mod json_path;
 pub mod meta;
 mod nulls;

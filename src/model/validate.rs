@@ -358,6 +358,14 @@ impl Errors {
                     c.image
                 ),
             );
+        } else if let Err(why) = super::image_name::check(&c.image) {
+            self.add(
+                format_args!("{path}.image"),
+                format_args!(
+                    "must be an image reference [host[:port]/]path[:tag][@digest]: {why}, got {:?}",
+                    c.image
+                ),
+            );
         }
         if !c.termination_message_path.starts_with('/') {
             self.add(
