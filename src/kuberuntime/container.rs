@@ -3,7 +3,7 @@
 //! environment, mounts, labels and annotations (spec hash, restart count), the log path
 //! `NAME/RESTART.log`, resources and the Linux security context.
 
-use super::env::{container_env, expand, Objects, PodFacts};
+use super::env::{container_env, Env, Objects, PodFacts};
 use super::resources::linux_resources;
 use super::sandbox::{namespace_options, supplemental_groups};
 use super::{hash, labels, volumes, SyncError};
@@ -71,7 +71,9 @@ pub fn container_config(
     image_ref: &str,
     ctx: &ContainerContext,
 ) -> Result<pb::ContainerConfig, SyncError> {
-    let env = container_env(pod, c, ctx.facts, ctx.objects)?;
+    let mut env = container_env(pod, c, ctx.facts, ctx.objects)?;
+    let command = expand_all(&mut env, "command", &c.command)?;
+    let args = expand_all(&mut env, "args", &c.args)?;
     let mounts = volumes::mounts(pod, c, ctx.pods_dir, ctx.allowed_host_paths)?;
     Ok(pb::ContainerConfig {
         metadata: Some(pb::ContainerMetadata {
@@ -83,10 +85,11 @@ pub fn container_config(
             annotations: BTreeMap::new(),
             user_specified_image: c.image.clone(),
         }),
-        command: c.command.iter().map(|s| expand(s, &env)).collect(),
-        args: c.args.iter().map(|s| expand(s, &env)).collect(),
+        command,
+        args,
         working_dir: c.working_dir.clone(),
         envs: env
+            .into_vars()
             .into_iter()
             .map(|(key, value)| pb::KeyValue { key, value })
             .collect(),
@@ -102,6 +105,16 @@ pub fn container_config(
             security_context: Some(security_context(pod, c)),
         }),
     })
+}
+
+/// `items` (the command or args) with `$(VAR)` expanded, each named `field[i]` in errors.
+fn expand_all(env: &mut Env, field: &str, items: &[String]) -> Result<Vec<String>, SyncError> {
+    let what = |i| format!("{field}[{i}]");
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, s)| env.expand(what(i), s))
+        .collect()
 }
 
 /// The container's Linux security context: the container's settings over the pod's.

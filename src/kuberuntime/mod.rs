@@ -1,6 +1,7 @@
 //! kubelet's kuberuntime, reduced: pods to CRI sandbox/container configs, status back.
 pub mod dns;
 pub mod env;
+pub mod expand;
 pub mod hash;
 pub mod labels;
 pub mod non_root;
