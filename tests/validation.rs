@@ -578,6 +578,76 @@ fn pod_level_fields() {
     );
 }
 
+/// Issue 15 item 4: seccomp and AppArmor profiles, procMount, the AppArmor annotation.
+#[test]
+fn security_profiles() {
+    let sc = "spec.containers[0].securityContext";
+    let with = |c: Value| json!({"securityContext": c});
+    container(with(json!({"seccompProfile": {}})), &[&format!("{sc}.seccompProfile.type: required, must be one of RuntimeDefault, Unconfined, Localhost")]);
+    container(
+        with(json!({"seccompProfile": {"type": "Localhost"}})),
+        &[&format!(
+            "{sc}.seccompProfile.localhostProfile: required when type is Localhost"
+        )],
+    );
+    container(
+        with(json!({"seccompProfile": {"type": "Localhost", "localhostProfile": "/etc/shadow"}})),
+        &[&format!(
+            "{sc}.seccompProfile.localhostProfile: must be a relative path, got \"/etc/shadow\""
+        )],
+    );
+    container(
+        with(json!({"seccompProfile": {"type": "Localhost", "localhostProfile": "a/../../x"}})),
+        &[&format!(
+            "{sc}.seccompProfile.localhostProfile: must not contain '..', got \"a/../../x\""
+        )],
+    );
+    container(
+        with(json!({"appArmorProfile": {"type": "RuntimeDefault", "localhostProfile": "x"}})),
+        &[&format!(
+            "{sc}.appArmorProfile.localhostProfile: may only be set when type is Localhost"
+        )],
+    );
+    container(
+        with(json!({"appArmorProfile": {"type": "Localhost", "localhostProfile": " p"}})),
+        &[&format!("{sc}.appArmorProfile.localhostProfile: must not be padded with whitespace or hold control characters, got \" p\"")],
+    );
+    pod(
+        json!({"spec": {"securityContext": {"seccompProfile": {"type": "Localhost"}, "appArmorProfile": {}}}}),
+        &[
+            "spec.securityContext.seccompProfile.localhostProfile: required when type is Localhost",
+            "spec.securityContext.appArmorProfile.type: required, must be one of RuntimeDefault, Unconfined, Localhost",
+        ],
+    );
+    let key = "container.apparmor.security.beta.kubernetes.io";
+    pod(
+        json!({"metadata": {"annotations": {format!("{key}/nope"): "runtime/default", format!("{key}/a"): "docker-default"}}}),
+        &[
+            &format!("metadata.annotations[{key}/a]: must be runtime/default, unconfined or localhost/<profile>, got \"docker-default\""),
+            &format!("metadata.annotations[{key}/nope]: must name a container of the pod, got \"nope\""),
+        ],
+    );
+    // Every accepted form.
+    pod(
+        json!({"metadata": {"annotations": {format!("{key}/a"): "localhost/k8s-apparmor-example"}},
+               "spec": {"securityContext": {"seccompProfile": {"type": "RuntimeDefault"}, "appArmorProfile": {"type": "Unconfined"}},
+                        "containers": [{"name": "a", "image": "busybox", "securityContext": {
+                            "procMount": "Unmasked", "privileged": true,
+                            "seccompProfile": {"type": "Localhost", "localhostProfile": "profiles/audit.json"},
+                            "appArmorProfile": {"type": "Localhost", "localhostProfile": "k8s-apparmor-example-deny-write"}}}]}}),
+        &[],
+    );
+    let got = errors_of(&{
+        let mut doc = base_pod();
+        merge(
+            &mut doc,
+            &json!({"spec": {"containers": [{"name": "a", "image": "x", "securityContext": {"procMount": "Masked"}}]}}),
+        );
+        doc
+    });
+    assert!(got[0].starts_with("t: spec.containers[0].securityContext.procMount: unknown variant `Masked`, expected `Default` or `Unmasked`"), "{got:?}");
+}
+
 #[test]
 fn enums_name_the_allowed_values() {
     let e = |patch: Value| {

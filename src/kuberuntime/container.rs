@@ -6,6 +6,7 @@
 use super::env::{container_env, Env, Objects, PodFacts};
 use super::resources::linux_resources;
 use super::sandbox::{namespace_options, supplemental_groups};
+use super::security::{container_apparmor, container_seccomp, proc_paths, SeccompPolicy};
 use super::{hash, labels, volumes, SyncError};
 use crate::cri::pb;
 use crate::model::{Container, Pod};
@@ -20,6 +21,8 @@ pub struct ContainerContext<'a> {
     pub objects: &'a dyn Objects,
     /// Bytes of memory of the machine, for the Burstable oom_score_adj.
     pub mem_capacity: i64,
+    /// The seccomp profile of containers that choose none, and where Localhost ones are.
+    pub seccomp: SeccompPolicy<'a>,
 }
 
 /// `NAME/RESTART.log`, relative to the sandbox's log directory.
@@ -102,7 +105,7 @@ pub fn container_config(
         tty: c.tty,
         linux: Some(pb::LinuxContainerConfig {
             resources: Some(linux_resources(pod, c, ctx.mem_capacity)),
-            security_context: Some(security_context(pod, c)),
+            security_context: Some(security_context(pod, c, ctx.seccomp)),
         }),
     })
 }
@@ -117,11 +120,17 @@ fn expand_all(env: &mut Env, field: &str, items: &[String]) -> Result<Vec<String
         .collect()
 }
 
-/// The container's Linux security context: the container's settings over the pod's.
-fn security_context(pod: &Pod, c: &Container) -> pb::LinuxContainerSecurityContext {
+/// The container's Linux security context: the container's settings over the pod's,
+/// masked and read-only /proc paths, seccomp and AppArmor (`security.rs`).
+fn security_context(
+    pod: &Pod,
+    c: &Container,
+    seccomp: SeccompPolicy,
+) -> pb::LinuxContainerSecurityContext {
     let psc = pod.spec.security_context.clone().unwrap_or_default();
     let csc = c.security_context.clone().unwrap_or_default();
     let caps = csc.capabilities.clone().unwrap_or_default();
+    let (masked_paths, readonly_paths) = proc_paths(c);
     pb::LinuxContainerSecurityContext {
         capabilities: Some(pb::Capability {
             add_capabilities: caps.add,
@@ -141,6 +150,10 @@ fn security_context(pod: &Pod, c: &Container) -> pb::LinuxContainerSecurityConte
         supplemental_groups: supplemental_groups(pod),
         // kubelet sets no_new_privs only when privilege escalation is explicitly denied.
         no_new_privs: csc.allow_privilege_escalation == Some(false),
+        masked_paths,
+        readonly_paths,
+        seccomp: Some(container_seccomp(pod, c, seccomp)),
+        apparmor: container_apparmor(pod, c),
         ..Default::default()
     }
 }
@@ -211,6 +224,10 @@ mod tests {
             facts: &facts,
             objects: &NoObjects,
             mem_capacity: 1 << 30,
+            seccomp: SeccompPolicy {
+                default_runtime: true,
+                profile_root: Path::new("/var/lib/kubelet/seccomp"),
+            },
         };
         let cfg = container_config(&p, &c, 3, "sha256:abc", &ctx).unwrap();
         assert_eq!(

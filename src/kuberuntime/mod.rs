@@ -7,6 +7,7 @@ pub mod labels;
 pub mod non_root;
 pub mod observed;
 pub mod sandbox;
+pub mod security;
 
 /// Why a pod or container could not be set up, in kubelet's terms: `reason` is what the
 /// container's waiting state shows (`CreateContainerConfigError`, `ErrImagePull`, ...),

@@ -14,12 +14,17 @@ use super::Object;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Display;
 
+mod security;
+
 /// All problems with `obj` (already defaulted); empty when it is valid.
 pub fn validate(obj: &Object) -> Vec<String> {
     let mut v = Errors::default();
     v.meta(obj.meta());
     match obj {
-        Object::Pod(p) => v.pod_spec(&p.spec),
+        Object::Pod(p) => {
+            v.pod_spec(&p.spec);
+            v.app_armor_annotations(&p.metadata, &p.spec);
+        }
         Object::ConfigMap(c) => v.config_map(c),
         Object::Secret(s) => v.secret(s),
     }
@@ -178,6 +183,12 @@ impl Errors {
             self.id(format_args!("{p}.fsGroup"), sc.fs_group);
             for (i, g) in sc.supplemental_groups.iter().enumerate() {
                 self.id(format_args!("{p}.supplementalGroups[{i}]"), Some(*g));
+            }
+            if let Some(sp) = &sc.seccomp_profile {
+                self.seccomp_profile(&format!("{p}.seccompProfile"), sp);
+            }
+            if let Some(ap) = &sc.app_armor_profile {
+                self.app_armor_profile(&format!("{p}.appArmorProfile"), ap);
             }
             let mut seen = BTreeSet::new();
             for (i, s) in sc.sysctls.iter().enumerate() {
@@ -805,6 +816,12 @@ impl Errors {
                 format_args!("{p}.allowPrivilegeEscalation"),
                 "cannot be false when privileged is true",
             );
+        }
+        if let Some(sp) = &sc.seccomp_profile {
+            self.seccomp_profile(&format!("{p}.seccompProfile"), sp);
+        }
+        if let Some(ap) = &sc.app_armor_profile {
+            self.app_armor_profile(&format!("{p}.appArmorProfile"), ap);
         }
     }
 
