@@ -627,6 +627,12 @@ fn security_profiles() {
             &format!("metadata.annotations[{key}/nope]: must name a container of the pod, got \"nope\""),
         ],
     );
+    pod(
+        json!({"metadata": {"annotations": {format!("{key}/a"): "localhost/"}}}),
+        &[&format!(
+            "metadata.annotations[{key}/a]: the profile name is required"
+        )],
+    );
     // Every accepted form.
     pod(
         json!({"metadata": {"annotations": {format!("{key}/a"): "localhost/k8s-apparmor-example"}},

@@ -52,7 +52,9 @@ impl Errors {
     }
 
     fn app_armor_name(&mut self, path: impl Display, name: &str) {
-        if name.trim() != name || name.contains(|c: char| c.is_control()) {
+        if name.is_empty() {
+            self.add(path, "the profile name is required");
+        } else if name.trim() != name || name.contains(|c: char| c.is_control()) {
             self.add(
                 path,
                 format_args!(
