@@ -53,8 +53,8 @@ fn container_sc(c: &Container) -> Option<&SecurityContext> {
 }
 
 /// (masked, read-only) paths: kubelet's lists, none with `procMount: Unmasked`, and
-/// none for a privileged container (which sees the host's /proc and /sys anyway; CRI
-/// runtimes drop the lists for it).
+/// none for a privileged container (privileged means nothing masked and /proc and /sys
+/// writable: CRI runtimes drop the lists for it anyway).
 pub fn proc_paths(c: &Container) -> (Vec<String>, Vec<String>) {
     let sc = container_sc(c);
     let privileged = sc.and_then(|s| s.privileged) == Some(true);
