@@ -13,8 +13,10 @@
 #   the shellcheck package           `make lint` checks these scripts with it
 #   systemd                          systemd-analyze verifies packaging/systemd/tinylet.service
 #   etcd-server, openssl, socat      kube.sh's control plane: its store, certificates, the relay
+#   curl                             kube.sh's readiness checks
 #   golang-go, rsync, jq, dpkg-dev   kube-build.sh builds the control plane from Debian's
 #                                    `kubernetes` source package (needs the deb-src entry below)
+#   golang-github-modern-go-reflect2-dev   reflect2 v1.0.2 for that build (kube-build.sh)
 #
 # Then it runs kube-build.sh, which builds kube-apiserver & co. once per machine (about 7
 # minutes on 2 cores) into /var/cache/tinylet and skips in well under a second afterwards.
@@ -26,7 +28,7 @@ set -euo pipefail
 
 PACKAGES=(containerd runc containernetworking-plugins iptables busybox-static gcc libc6-dev
 	docker-registry apache2-utils skopeo iproute2 file util-linux shellcheck systemd
-	etcd-server openssl socat golang-go rsync jq dpkg-dev)
+	etcd-server openssl socat curl golang-go rsync jq dpkg-dev golang-github-modern-go-reflect2-dev)
 # Debian's source packages (for `apt-get source kubernetes`); not enabled on these machines.
 DEB_SRC=/etc/apt/sources.list.d/tinylet-debian-src.sources
 
