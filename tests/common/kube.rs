@@ -14,6 +14,7 @@
 //!   .ca_file() / .kubeconfig_admin() -> &Path   cluster CA; kubeconfig of system:masters
 //!   .kubectl(&[..]) -> Output               the matching kubectl (v1.20.2) as admin
 //!   .kubectl_ok(&[..]) -> String            same, panics (with stderr) unless it succeeds
+//!   .kubectl_as(kubeconfig, &[..]) -> Output    same kubectl with another kubeconfig
 //!   .apply(yaml_or_json)                    `kubectl apply -f -` with that text
 //!   .wait_namespace(ns)                     until ns has its service account (+ token
 //!                                           secret without bound tokens) and kube-root-ca.crt
