@@ -14,7 +14,8 @@ build:
 	$(CARGO) build --release
 
 # Packages the tests (and lint's shellcheck) need: containerd, runc, CNI, registry, ...;
-# installed only when missing, so this costs well under a second on a prepared machine.
+# installed only when missing, and the cluster tests' control plane, built once per
+# machine (kube-build.sh): well under a second on a prepared machine.
 # Then lint: it is cheap and catches most mistakes before the slow tests run.
 test: test-deps lint
 	$(CARGO) test --all-targets -- --test-threads=2

@@ -7,6 +7,10 @@
 #   make containerd-down [DIR=...]     stop it (shims, containers, registries too), remove DIR
 #   make containerd-restart|containerd-reboot [DIR=...]
 #   make registry-up|registry-down [DIR=...]   local registry DIR/reg-1 for that instance
+#   make kube-build                    build/check the cached control plane: kube-build.sh
+#   make kube-up [DIR=...] [BOUND_TOKENS=false]   private Kubernetes control plane in DIR
+#                                      (default /tmp/tinylet-kube); prints its variables
+#   make kube-down [DIR=...]           stop it, remove DIR
 #   make harness-lint                  shellcheck the scripts (part of `make lint`)
 #
 # Other targets use $(HARNESS_ENV) after containerd-up: e.g. `. $(HARNESS_ENV)` gives
@@ -15,9 +19,10 @@
 HARNESS := tests/harness
 CONTAINERD_DIR ?= $(if $(DIR),$(DIR),/tmp/tinylet-dev)
 HARNESS_ENV := $(CONTAINERD_DIR)/env
+KUBE_DIR ?= $(if $(DIR),$(DIR),/tmp/tinylet-kube)
 
 .PHONY: harness-deps harness-lint containerd-up containerd-down containerd-restart \
-	containerd-reboot registry-up registry-down
+	containerd-reboot registry-up registry-down kube-build kube-up kube-down
 
 harness-deps:
 	$(HARNESS)/install-deps.sh
@@ -46,3 +51,13 @@ registry-up:
 
 registry-down:
 	$(HARNESS)/registry.sh down $(CONTAINERD_DIR)/reg-1
+
+kube-build:
+	$(HARNESS)/kube-build.sh
+
+kube-up:
+	$(HARNESS)/kube.sh up $(KUBE_DIR) $(if $(BOUND_TOKENS),--bound-tokens=$(BOUND_TOKENS))
+	@$(HARNESS)/kube.sh env $(KUBE_DIR)
+
+kube-down:
+	$(HARNESS)/kube.sh down $(KUBE_DIR)

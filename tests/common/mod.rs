@@ -54,6 +54,9 @@
 //!   .stop() / .start_again()                 offline simulation (data and port kept)
 //! ```
 //!
+//! A real Kubernetes control plane for the cluster tests: `common::kube::Kube` (see
+//! `kube.rs`), in the same session and torn down by the same watchdog.
+//!
 //! Instances live under a per-process session directory (`/dev/shm/tlh-PID` when /dev/shm
 //! is a roomy tmpfs without noexec/nodev, else `/tmp/tlh-PID`; `TINYLET_HARNESS_ROOT`
 //! overrides the parent).
@@ -68,6 +71,8 @@ use std::path::{Path, PathBuf};
 use std::process::{ChildStdin, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
+
+pub mod kube;
 
 /// Directory of the harness scripts.
 fn harness_dir() -> PathBuf {
