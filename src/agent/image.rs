@@ -2,16 +2,26 @@
 //! rule: a gateway must restart its pods with no uplink, so when a pull that the policy
 //! asks for (`Always`, `:latest`) fails and a local copy exists, the local copy runs and
 //! the pod's status says so.
+//!
+//! With a local copy a pull may keep the container waiting only
+//! `imagePullFallbackTimeout` (a registry that hangs, as behind an uplink that drops
+//! packets, would otherwise hold it for the whole `imagePullTimeout`), and not at all
+//! when its registry host timed out lately ([`super::silent_registries`]). The pod's
+//! worker then pulls in the background with the full timeout
+//! ([`super::image_refresh`]) and replaces the container when the registry's image
+//! differs from the one it runs.
 
 use super::backoff::Backoff;
 use super::context::Context;
+use crate::config::format_duration;
 use crate::cri::pb;
+use crate::gc::image_ref::registry_host;
 use crate::kuberuntime::status::Waiting;
 use crate::model::container::PullPolicy;
 use crate::model::defaults::pull_policy_for;
 use crate::model::secret::pull_credentials;
 use crate::model::{Container, Pod, Secret};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The image to run.
 pub struct Ensured {
@@ -21,10 +31,39 @@ pub struct Ensured {
     pub offline: Option<String>,
 }
 
+/// A failed pull.
+#[derive(Debug, Clone)]
+pub struct PullError {
+    /// What failed, naming the image (for logs and the pod's status).
+    pub message: String,
+    /// No answer within the deadline: the registry (or the way to it) hangs.
+    pub timed_out: bool,
+}
+
 fn waiting(reason: &str, message: String) -> Waiting {
     Waiting {
         reason: reason.into(),
         message,
+    }
+}
+
+/// The pull policy that applies to `c` (explicit, else kubelet's default for its image).
+pub fn policy(c: &Container) -> PullPolicy {
+    c.image_pull_policy
+        .unwrap_or_else(|| pull_policy_for(&c.image))
+}
+
+/// The back-off key of pulls of `image` for the pod `uid`.
+pub fn backoff_key(uid: &str, image: &str) -> String {
+    format!("{uid}/{image}")
+}
+
+/// Notes in the shared registry marks what a pull from `image`'s host showed.
+pub fn note_outcome<T>(ctx: &Context, image: &str, result: &Result<T, PullError>) {
+    let host = registry_host(image);
+    match result {
+        Err(e) if e.timed_out => ctx.silent_registries.timed_out(host, Instant::now()),
+        _ => ctx.silent_registries.answered(host),
     }
 }
 
@@ -37,9 +76,6 @@ pub async fn ensure(
     backoff: &mut Backoff,
 ) -> Result<Ensured, Waiting> {
     let image = c.image.as_str();
-    let policy = c
-        .image_pull_policy
-        .unwrap_or_else(|| pull_policy_for(image));
     let present = match ctx.cri.image.image_status(image).await {
         Ok(p) => p,
         Err(e) => {
@@ -49,37 +85,91 @@ pub async fn ensure(
             ))
         }
     };
-    let local = present.as_ref().map(|i| i.id.clone());
-    match (policy, local) {
-        (PullPolicy::Never, Some(id)) | (PullPolicy::IfNotPresent, Some(id)) => {
-            return Ok(Ensured {
-                image_ref: id,
-                offline: None,
-            })
-        }
-        (PullPolicy::Never, None) => {
-            return Err(waiting(
-                "ErrImageNeverPull",
-                format!("Container image \"{image}\" is not present with pull policy of Never"),
-            ));
-        }
-        _ => {}
+    let local = present.map(|i| i.id);
+    match (policy(c), local) {
+        (PullPolicy::Never, Some(id)) | (PullPolicy::IfNotPresent, Some(id)) => Ok(Ensured {
+            image_ref: id,
+            offline: None,
+        }),
+        (PullPolicy::Never, None) => Err(waiting(
+            "ErrImageNeverPull",
+            format!("Container image \"{image}\" is not present with pull policy of Never"),
+        )),
+        (_, Some(id)) => Ok(pull_or_local(ctx, pod, image, id, backoff).await),
+        (_, None) => pull_or_wait(ctx, pod, image, backoff).await,
     }
-    let key = format!("{}/{}", pod.metadata.uid, image);
+}
+
+/// A wanted pull of an image that exists locally: the pulled image, or the local copy
+/// when the pull fails, is backing off, or does not finish within
+/// `imagePullFallbackTimeout` (then without a back-off: the worker pulls again in the
+/// background at once).
+async fn pull_or_local(
+    ctx: &Context,
+    pod: &Pod,
+    image: &str,
+    local: String,
+    backoff: &mut Backoff,
+) -> Ensured {
+    let offline = |msg: String| Ensured {
+        image_ref: local.clone(),
+        offline: Some(msg),
+    };
+    let key = backoff_key(&pod.metadata.uid, image);
     let now = Instant::now();
     if backoff.until(&key, now).is_some() {
-        if let Some(i) = &present {
-            return Ok(Ensured {
-                image_ref: i.id.clone(),
-                offline: Some(format!("back-off pulling image \"{image}\"")),
-            });
+        return offline(format!("back-off pulling image \"{image}\""));
+    }
+    let host = registry_host(image);
+    let wait = ctx.cfg.image_pull_fallback_timeout;
+    if wait.is_zero() || ctx.silent_registries.is_silent(host, now) {
+        return offline(format!(
+            "registry {host} did not answer lately; pulling image \"{image}\" in the background"
+        ));
+    }
+    let result = pull(ctx, pod, image, wait).await;
+    note_outcome(ctx, image, &result);
+    let e = match result {
+        Ok(image_ref) => {
+            backoff.reset(&key);
+            return Ensured {
+                image_ref,
+                offline: None,
+            };
         }
+        Err(e) => e,
+    };
+    if !e.timed_out {
+        backoff.fail(&key, now);
+    }
+    log::warn!(
+        "pod {}/{}: {}; running the local copy",
+        pod.metadata.namespace,
+        pod.metadata.name,
+        e.message
+    );
+    offline(e.message)
+}
+
+/// A pull of an image with no local copy: it has to come from the registry, with the
+/// full `imagePullTimeout` (ErrImagePull, then ImagePullBackOff while backing off).
+async fn pull_or_wait(
+    ctx: &Context,
+    pod: &Pod,
+    image: &str,
+    backoff: &mut Backoff,
+) -> Result<Ensured, Waiting> {
+    let key = backoff_key(&pod.metadata.uid, image);
+    let now = Instant::now();
+    if backoff.until(&key, now).is_some() {
         return Err(waiting(
             "ImagePullBackOff",
             format!("Back-off pulling image \"{image}\""),
         ));
     }
-    match pull(ctx, pod, image).await {
+    let result = pull(ctx, pod, image, ctx.cfg.image_pull_timeout).await;
+    note_outcome(ctx, image, &result);
+    match result {
         Ok(image_ref) => {
             backoff.reset(&key);
             Ok(Ensured {
@@ -87,29 +177,22 @@ pub async fn ensure(
                 offline: None,
             })
         }
-        Err(msg) => {
+        Err(e) => {
             backoff.fail(&key, now);
-            match present {
-                Some(i) => {
-                    log::warn!(
-                        "pod {}/{}: pulling {image} failed, running the local copy: {msg}",
-                        pod.metadata.namespace,
-                        pod.metadata.name
-                    );
-                    Ok(Ensured {
-                        image_ref: i.id,
-                        offline: Some(msg),
-                    })
-                }
-                None => Err(waiting("ErrImagePull", msg)),
-            }
+            Err(waiting("ErrImagePull", e.message))
         }
     }
 }
 
-/// Pulls `image`, trying each matching credential of the pod's imagePullSecrets in turn
-/// (as kubelet), then anonymously when there is none.
-pub async fn pull(ctx: &Context, pod: &Pod, image: &str) -> Result<String, String> {
+/// Pulls `image` within `timeout`, trying each matching credential of the pod's
+/// imagePullSecrets in turn (as kubelet), then anonymously when there is none. A
+/// timeout ends the tries: other credentials would meet the same silent registry.
+pub async fn pull(
+    ctx: &Context,
+    pod: &Pod,
+    image: &str,
+    timeout: Duration,
+) -> Result<String, PullError> {
     let secrets: Vec<Secret> = pod
         .spec
         .image_pull_secrets
@@ -122,7 +205,6 @@ pub async fn pull(ctx: &Context, pod: &Pod, image: &str) -> Result<String, Strin
         .collect();
     let refs: Vec<&Secret> = secrets.iter().collect();
     let creds = pull_credentials(&refs, image);
-    let mut last_err = String::new();
     let attempts: Vec<Option<pb::AuthConfig>> = if creds.is_empty() {
         vec![None]
     } else {
@@ -139,12 +221,34 @@ pub async fn pull(ctx: &Context, pod: &Pod, image: &str) -> Result<String, Strin
             })
             .collect()
     };
+    let mut last = PullError {
+        message: String::new(),
+        timed_out: false,
+    };
     for auth in attempts {
-        log::info!("pulling image {image}");
-        match ctx.cri.image.pull_image(image, auth, None).await {
+        log::info!(
+            "pod {}/{}: pulling image {image} (within {})",
+            pod.metadata.namespace,
+            pod.metadata.name,
+            format_duration(timeout)
+        );
+        match ctx
+            .cri
+            .image
+            .pull_image_within(image, auth, None, timeout)
+            .await
+        {
             Ok(r) => return Ok(r),
-            Err(e) => last_err = format!("failed to pull image \"{image}\": {e}"),
+            Err(e) => {
+                last = PullError {
+                    message: format!("failed to pull image \"{image}\": {e}"),
+                    timed_out: e.is_deadline_exceeded(),
+                };
+                if last.timed_out {
+                    break;
+                }
+            }
         }
     }
-    Err(last_err)
+    Err(last)
 }
