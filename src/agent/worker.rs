@@ -4,7 +4,8 @@
 //! back-off it is waiting for runs out, and writes the pod's status on change only.
 //! It also owns the pod's probes ([`super::probe`]): a probe result that changes wakes
 //! it (a failed liveness or startup probe kills the container first), and it runs
-//! postStart hooks right after starting a container.
+//! postStart hooks right after starting a container. Pulls that bring offline
+//! containers up to date run beside it ([`super::image_refresh`]) and wake it when done.
 
 use super::actions::{self, Desired, StartReason};
 use super::backoff::Backoff;
@@ -31,7 +32,7 @@ use crate::model::{Container, Pod, PodStatus};
 use smol::channel::{Receiver, Sender};
 use smol::future;
 use smol::Timer;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -719,17 +720,17 @@ impl Worker {
     /// when the back-off allows, so the pod is current again once the registry is back.
     /// Pulls of images no offline container needs any longer are cancelled.
     fn schedule_refreshes(&mut self) {
-        let images: BTreeMap<String, String> = self
+        let images: BTreeSet<String> = self
             .offline
             .keys()
             .filter_map(|n| self.pod.all_containers().find(|c| &c.name == n))
-            .map(|c| (c.image.clone(), c.name.clone()))
+            .map(|c| c.image.clone())
             .collect();
         self.offline
             .retain(|n, _| self.pod.all_containers().any(|c| &c.name == n));
-        self.refreshes.retain(|i| images.contains_key(i));
+        self.refreshes.retain(|i| images.contains(i));
         let now = Instant::now();
-        for image in images.keys() {
+        for image in &images {
             if self.refreshes.is_running(image) {
                 continue;
             }
@@ -804,6 +805,9 @@ impl Worker {
         if !stale {
             return;
         }
+        // Only for this write: a container started later in this sync may have exited
+        // by its end, and must then show as terminated, not waiting.
+        let waiting = self.waiting.clone();
         for name in starting {
             self.waiting.entry(name.clone()).or_insert_with(|| Waiting {
                 reason: "ContainerCreating".into(),
@@ -811,6 +815,7 @@ impl Worker {
             });
         }
         self.write_status(observed);
+        self.waiting = waiting;
     }
 
     fn write_status(&mut self, observed: &ObservedPod) {
