@@ -138,17 +138,18 @@ fn table(n: &Node) -> BTreeMap<String, Row> {
 /// status files (`get pods -o json`) nor the `get pods` table claim a container running
 /// that the runtime does not run. `before`: the container ids the pods ran before the
 /// reboot; the agent must have replaced a status still showing them within `rewrite`
-/// of its start (before a pull could have ended). Returns the time to all Running.
+/// of its start (before a pull could have ended). Returns the time each pod took.
 fn watch_start(
     n: &Node,
     names: &[&str],
     before: &BTreeSet<String>,
     started: Instant,
     rewrite: Duration,
-) -> Duration {
+) -> BTreeMap<String, Duration> {
     let cri = n.cri();
     let uids: BTreeMap<String, String> = names.iter().map(|p| (n.uid(p), p.to_string())).collect();
     let mut stale: BTreeSet<&str> = names.iter().copied().collect();
+    let mut took: BTreeMap<String, Duration> = BTreeMap::new();
     loop {
         n.assert_agent_alive();
         // Status files first, then the table (as new or newer), then the runtime: an app
@@ -173,7 +174,6 @@ fn watch_start(
         }
         let empty = BTreeSet::new();
         let items = list["items"].as_array().cloned().unwrap_or_default();
-        let mut done = 0;
         for p in &items {
             let name = p["metadata"]["name"].as_str().unwrap_or("");
             if !names.contains(&name) {
@@ -219,11 +219,12 @@ fn watch_start(
                 "pod {name}: get pods says {row:?}, the runtime runs {runs:?}"
             );
             if is_running_ready(p) && p["status"]["reason"] == "OfflineImage" {
-                done += 1;
+                took.entry(name.to_string())
+                    .or_insert_with(|| started.elapsed());
             }
         }
-        if done == names.len() {
-            return started.elapsed();
+        if took.len() == names.len() {
+            return took;
         }
         assert!(
             started.elapsed() < START,
@@ -323,7 +324,13 @@ fn frozen_registry_after_reboot_runs_local_images_at_once_and_catches_up_after()
         "gamma",
         json!({"containers": [always("app", &rb), always("side", &ra)]}),
     ));
-    let names = ["alpha", "beta", "gamma"];
+    let mut init = always("init", &rb);
+    init["command"] = json!(["true"]);
+    n.apply(&pulling_pod(
+        "delta",
+        json!({"initContainers": [init], "containers": [always("app", &rb)]}),
+    ));
+    let names = ["alpha", "beta", "gamma", "delta"];
     for name in names {
         let p = n.wait_running(name, START);
         assert_eq!(p["status"]["reason"].as_str().unwrap_or(""), "", "online");
@@ -337,15 +344,24 @@ fn frozen_registry_after_reboot_runs_local_images_at_once_and_catches_up_after()
     let from = log_lines(&n);
     let started = Instant::now();
     n.start_agent();
-    let took = watch_start(&n, &names, &before, started, Duration::from_secs(2));
+    let times = watch_start(&n, &names, &before, started, Duration::from_secs(2));
+    let took = ["alpha", "beta", "gamma"]
+        .iter()
+        .map(|p| times[*p])
+        .max()
+        .unwrap();
     eprintln!(
         "MEASURED {}: agent start to 3 pods (4 containers) Running after a reboot with a \
-         frozen registry: {} ms",
+         frozen registry: {} ms; with a 4th pod (an init container, then 1 container) \
+         Running after {} ms",
         board_file(),
-        took.as_millis()
+        took.as_millis(),
+        times["delta"].as_millis()
     );
-    assert!(took <= TARGET, "{took:?} > {TARGET:?}");
-    // Each pod waited for at most one short pull: gamma's second container did not.
+    assert!(took <= TARGET, "{times:?} > {TARGET:?}");
+    assert!(times["delta"] <= TARGET, "{times:?} > {TARGET:?}");
+    // Each pod waited for at most one short pull: neither gamma's second container nor
+    // delta's app container after its init container did.
     for name in names {
         assert!(short_pulls(&n, name, from) <= 1, "{}", n.agent_log_tail());
     }
@@ -376,6 +392,7 @@ fn frozen_registry_after_reboot_runs_local_images_at_once_and_catches_up_after()
         ("gamma/side", true),
         ("beta/app", false),
         ("gamma/app", false),
+        ("delta/app", false),
     ] {
         let (id0, r0) = &offline[key];
         let (id1, r1) = &after[key];
@@ -443,7 +460,10 @@ fn stopped_registry_after_reboot_runs_local_images_with_init_containers() {
     c.reboot();
     let started = Instant::now();
     n.start_agent();
-    let took = watch_start(&n, &names, &before, started, Duration::from_secs(2));
+    let took = *watch_start(&n, &names, &before, started, Duration::from_secs(2))
+        .values()
+        .max()
+        .unwrap();
     eprintln!(
         "MEASURED {}: agent start to 2 pods (an init container, 3 app containers) Running \
          after a reboot with a stopped registry: {} ms",
