@@ -68,7 +68,11 @@ pub fn note_outcome<T>(ctx: &Context, image: &str, result: &Result<T, PullError>
 }
 
 /// Ensures `c`'s image per its pull policy. Pull failures back off per image (kubelet's
-/// ErrImagePull, then ImagePullBackOff while the back-off lasts).
+/// ErrImagePull, then ImagePullBackOff while the back-off lasts). With a local copy the
+/// pull may keep the container waiting only `imagePullFallbackTimeout`, and not at all
+/// while it backs off or its registry host is silent: the local copy runs then, and
+/// after a timeout without a back-off (the worker pulls again in the background at
+/// once). One call of [`pull`] serves both cases.
 pub async fn ensure(
     ctx: &Context,
     pod: &Pod,
@@ -85,103 +89,92 @@ pub async fn ensure(
             ))
         }
     };
-    let local = present.map(|i| i.id);
-    match (policy(c), local) {
-        (PullPolicy::Never, Some(id)) | (PullPolicy::IfNotPresent, Some(id)) => Ok(Ensured {
-            image_ref: id,
-            offline: None,
-        }),
-        (PullPolicy::Never, None) => Err(waiting(
-            "ErrImageNeverPull",
-            format!("Container image \"{image}\" is not present with pull policy of Never"),
-        )),
-        (_, Some(id)) => Ok(pull_or_local(ctx, pod, image, id, backoff).await),
-        (_, None) => pull_or_wait(ctx, pod, image, backoff).await,
-    }
-}
-
-/// A wanted pull of an image that exists locally: the pulled image, or the local copy
-/// when the pull fails, is backing off, or does not finish within
-/// `imagePullFallbackTimeout` (then without a back-off: the worker pulls again in the
-/// background at once).
-async fn pull_or_local(
-    ctx: &Context,
-    pod: &Pod,
-    image: &str,
-    local: String,
-    backoff: &mut Backoff,
-) -> Ensured {
-    let offline = |msg: String| Ensured {
-        image_ref: local.clone(),
-        offline: Some(msg),
-    };
-    let key = backoff_key(&pod.metadata.uid, image);
-    let now = Instant::now();
-    if backoff.until(&key, now).is_some() {
-        return offline(format!("back-off pulling image \"{image}\""));
-    }
-    let host = registry_host(image);
-    let wait = ctx.cfg.image_pull_fallback_timeout;
-    if wait.is_zero() || ctx.silent_registries.is_silent(host, now) {
-        return offline(format!(
-            "registry {host} did not answer lately; pulling image \"{image}\" in the background"
-        ));
-    }
-    let result = pull(ctx, pod, image, wait).await;
-    note_outcome(ctx, image, &result);
-    let e = match result {
-        Ok(image_ref) => {
-            backoff.reset(&key);
-            return Ensured {
-                image_ref,
+    let local = match (policy(c), present.map(|i| i.id)) {
+        (PullPolicy::Never, Some(id)) | (PullPolicy::IfNotPresent, Some(id)) => {
+            return Ok(Ensured {
+                image_ref: id,
                 offline: None,
-            };
+            })
         }
-        Err(e) => e,
+        (PullPolicy::Never, None) => {
+            return Err(waiting(
+                "ErrImageNeverPull",
+                format!("Container image \"{image}\" is not present with pull policy of Never"),
+            ))
+        }
+        (_, local) => local,
     };
-    if !e.timed_out {
-        backoff.fail(&key, now);
-    }
-    log::warn!(
-        "pod {}/{}: {}; running the local copy",
-        pod.metadata.namespace,
-        pod.metadata.name,
-        e.message
-    );
-    offline(e.message)
-}
-
-/// A pull of an image with no local copy: it has to come from the registry, with the
-/// full `imagePullTimeout` (ErrImagePull, then ImagePullBackOff while backing off).
-async fn pull_or_wait(
-    ctx: &Context,
-    pod: &Pod,
-    image: &str,
-    backoff: &mut Backoff,
-) -> Result<Ensured, Waiting> {
+    let offline = |image_ref: String, message: String| Ensured {
+        image_ref,
+        offline: Some(message),
+    };
     let key = backoff_key(&pod.metadata.uid, image);
     let now = Instant::now();
-    if backoff.until(&key, now).is_some() {
-        return Err(waiting(
-            "ImagePullBackOff",
-            format!("Back-off pulling image \"{image}\""),
-        ));
+    if let Some(why) = not_now(ctx, image, local.is_some(), backoff.until(&key, now), now) {
+        return match local {
+            Some(id) => Ok(offline(id, why)),
+            None => Err(waiting("ImagePullBackOff", why)),
+        };
     }
-    let result = pull(ctx, pod, image, ctx.cfg.image_pull_timeout).await;
+    let timeout = match local {
+        Some(_) => ctx.cfg.image_pull_fallback_timeout,
+        None => ctx.cfg.image_pull_timeout,
+    };
+    let result = pull(ctx, pod, image, timeout).await;
     note_outcome(ctx, image, &result);
-    match result {
-        Ok(image_ref) => {
+    match (result, local) {
+        (Ok(image_ref), _) => {
             backoff.reset(&key);
             Ok(Ensured {
                 image_ref,
                 offline: None,
             })
         }
-        Err(e) => {
+        (Err(e), Some(id)) => {
+            if !e.timed_out {
+                backoff.fail(&key, now);
+            }
+            log::warn!(
+                "pod {}/{}: {}; running the local copy",
+                pod.metadata.namespace,
+                pod.metadata.name,
+                e.message
+            );
+            Ok(offline(id, e.message))
+        }
+        (Err(e), None) => {
             backoff.fail(&key, now);
             Err(waiting("ErrImagePull", e.message))
         }
     }
+}
+
+/// Why a wanted pull of `image` is not made now: its back-off runs (`until`), or, with
+/// a `local` copy, no wait is allowed or its registry host is silent.
+fn not_now(
+    ctx: &Context,
+    image: &str,
+    local: bool,
+    until: Option<Instant>,
+    now: Instant,
+) -> Option<String> {
+    if until.is_some() {
+        return Some(format!("Back-off pulling image \"{image}\""));
+    }
+    if !local {
+        return None;
+    }
+    if ctx.cfg.image_pull_fallback_timeout.is_zero() {
+        return Some(format!(
+            "pulling image \"{image}\" in the background (imagePullFallbackTimeout 0)"
+        ));
+    }
+    let host = registry_host(image);
+    ctx.silent_registries.is_silent(host, now).then(|| {
+        format!(
+            "registry {host} did not answer lately; pulling image \"{image}\" in the background"
+        )
+    })
 }
 
 /// Pulls `image` within `timeout`, trying each matching credential of the pod's

@@ -15,7 +15,7 @@ use crate::kuberuntime::observed::{ObservedPod, State};
 use crate::model::container::PullPolicy;
 use crate::model::Pod;
 use smol::Task;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
 use std::rc::Rc;
@@ -24,16 +24,17 @@ use std::task::Poll;
 /// What a finished background pull brought: the image reference and the image id.
 pub type Pulled = (String, Result<String, PullError>);
 
-/// The background pulls of one pod, at most one per image reference.
+/// The background pulls of one pod, at most one per image reference (a pod has a few
+/// images: a list is enough).
 #[derive(Default)]
 pub struct Refreshes {
-    running: BTreeMap<String, Task<Result<String, PullError>>>,
+    running: Vec<(String, Task<Result<String, PullError>>)>,
 }
 
 impl Refreshes {
     /// Whether `image` is being pulled.
     pub fn is_running(&self, image: &str) -> bool {
-        self.running.contains_key(image)
+        self.running.iter().any(|(i, _)| i == image)
     }
 
     /// Starts pulling `image` with `pod`'s credentials and the full `imagePullTimeout`.
@@ -43,12 +44,12 @@ impl Refreshes {
             let timeout = ctx.cfg.image_pull_timeout;
             image::pull(&ctx, &pod, &img, timeout).await
         });
-        self.running.insert(image.to_string(), task);
+        self.running.push((image.to_string(), task));
     }
 
     /// Cancels the pulls of images `keep` says are no longer wanted.
     pub fn retain(&mut self, keep: impl Fn(&str) -> bool) {
-        self.running.retain(|image, _| keep(image));
+        self.running.retain(|(image, _)| keep(image));
     }
 
     /// The next pull to finish; pending for ever while none runs.
@@ -57,15 +58,13 @@ impl Refreshes {
             let done =
                 self.running
                     .iter_mut()
-                    .find_map(|(image, task)| match Pin::new(task).poll(cx) {
-                        Poll::Ready(r) => Some((image.clone(), r)),
+                    .enumerate()
+                    .find_map(|(i, (_, task))| match Pin::new(task).poll(cx) {
+                        Poll::Ready(r) => Some((i, r)),
                         Poll::Pending => None,
                     });
             match done {
-                Some((image, r)) => {
-                    self.running.remove(&image);
-                    Poll::Ready((image, r))
-                }
+                Some((i, r)) => Poll::Ready((self.running.swap_remove(i).0, r)),
                 None => Poll::Pending,
             }
         })
@@ -85,7 +84,7 @@ pub async fn outdated(
     fresh: &mut BTreeMap<String, String>,
 ) -> Vec<String> {
     let mut ids = Vec::new();
-    let mut undecided = BTreeSet::new();
+    let mut undecided: Vec<&str> = Vec::new();
     for c in &pod.spec.containers {
         let Some(want) = fresh.get(&c.image) else {
             continue;
@@ -117,11 +116,11 @@ pub async fn outdated(
             ),
             Err(e) => {
                 log::warn!("pod {ns}/{name}: container {}: {e}", c.name);
-                undecided.insert(c.image.clone());
+                undecided.push(&c.image);
             }
         }
     }
-    fresh.retain(|image, _| undecided.contains(image));
+    fresh.retain(|image, _| undecided.contains(&image.as_str()));
     ids
 }
 

@@ -9,17 +9,16 @@
 //! at most one more short wait.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 /// How long a timeout marks a host silent when nothing is heard from it meanwhile.
 pub const HOLD: Duration = Duration::from_secs(300);
 
 /// The hosts marked silent, with the time of their last timeout. At most one entry per
-/// registry host that the desired pods name.
+/// registry host the desired pods name: a handful, so a list is enough.
 #[derive(Debug, Default)]
 pub struct SilentRegistries {
-    hosts: RefCell<BTreeMap<String, Instant>>,
+    hosts: RefCell<Vec<(String, Instant)>>,
 }
 
 impl SilentRegistries {
@@ -27,29 +26,29 @@ impl SilentRegistries {
     /// answer from it since.
     pub fn is_silent(&self, host: &str, now: Instant) -> bool {
         let mut hosts = self.hosts.borrow_mut();
-        match hosts.get(host) {
-            Some(&at) if now.saturating_duration_since(at) < HOLD => true,
-            Some(_) => {
-                hosts.remove(host);
-                false
-            }
-            None => false,
-        }
+        hosts.retain(|(_, at)| now.saturating_duration_since(*at) < HOLD);
+        hosts.iter().any(|(h, _)| h == host)
     }
 
     /// A pull from `host` ran into its deadline at `now`.
     pub fn timed_out(&self, host: &str, now: Instant) {
         let mut hosts = self.hosts.borrow_mut();
-        if !hosts.contains_key(host) {
-            log::warn!("registry {host} does not answer: containers with a local copy of their image run it without waiting for pulls from there");
+        match hosts.iter_mut().find(|(h, _)| h == host) {
+            Some((_, at)) => *at = now,
+            None => {
+                log::warn!("registry {host} does not answer: containers with a local copy of their image run it without waiting for pulls from there");
+                hosts.push((host.to_string(), now));
+            }
         }
-        hosts.insert(host.to_string(), now);
     }
 
     /// A pull from `host` got an answer (the image, or an error the registry or the
     /// network gave): it is not silent.
     pub fn answered(&self, host: &str) {
-        if self.hosts.borrow_mut().remove(host).is_some() {
+        let mut hosts = self.hosts.borrow_mut();
+        let before = hosts.len();
+        hosts.retain(|(h, _)| h != host);
+        if hosts.len() != before {
             log::info!("registry {host} answers again");
         }
     }

@@ -32,7 +32,7 @@ use crate::model::{Container, Pod, PodStatus};
 use smol::channel::{Receiver, Sender};
 use smol::future;
 use smol::Timer;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -720,15 +720,15 @@ impl Worker {
     /// when the back-off allows, so the pod is current again once the registry is back.
     /// Pulls of images no offline container needs any longer are cancelled.
     fn schedule_refreshes(&mut self) {
-        let images: BTreeSet<String> = self
-            .offline
-            .keys()
-            .filter_map(|n| self.pod.all_containers().find(|c| &c.name == n))
-            .map(|c| c.image.clone())
-            .collect();
+        let mut images: Vec<String> = Vec::new();
+        for c in self.pod.all_containers() {
+            if self.offline.contains_key(&c.name) && !images.contains(&c.image) {
+                images.push(c.image.clone());
+            }
+        }
         self.offline
             .retain(|n, _| self.pod.all_containers().any(|c| &c.name == n));
-        self.refreshes.retain(|i| images.contains(i));
+        self.refreshes.retain(|i| images.iter().any(|w| w == i));
         let now = Instant::now();
         for image in &images {
             if self.refreshes.is_running(image) {
