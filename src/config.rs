@@ -38,6 +38,12 @@ pub struct Config {
     /// Deadline of one PullImage call.
     #[serde(with = "duration")]
     pub image_pull_timeout: Duration,
+    /// How long a pull that the pull policy asks for may keep a container waiting when
+    /// a local copy of its image exists: past it the local copy runs (`OfflineImage`)
+    /// and the pull goes on in the background with `imagePullTimeout`. 0: the local
+    /// copy runs at once.
+    #[serde(with = "duration")]
+    pub image_pull_fallback_timeout: Duration,
     /// The sandbox (pause) image; never garbage collected.
     pub sandbox_image: String,
     /// hostPath volumes are allowed only at or below one of these prefixes.
@@ -111,6 +117,7 @@ impl Default for Config {
             pleg_period: Duration::from_secs(1),
             runtime_request_timeout: Duration::from_secs(120),
             image_pull_timeout: Duration::from_secs(600),
+            image_pull_fallback_timeout: Duration::from_secs(3),
             sandbox_image: "registry.k8s.io/pause:3.9".into(),
             allowed_host_paths: Vec::new(),
             seccomp_default: true,
@@ -216,6 +223,16 @@ impl Config {
             return err(
                 "plegPeriod",
                 format!("must be at least 100ms, got {:?}", self.pleg_period),
+            );
+        }
+        if self.image_pull_fallback_timeout > self.image_pull_timeout {
+            return err(
+                "imagePullFallbackTimeout",
+                format!(
+                    "must not exceed imagePullTimeout ({}), got {}",
+                    format_duration(self.image_pull_timeout),
+                    format_duration(self.image_pull_fallback_timeout)
+                ),
             );
         }
         let gc = &self.image_gc;
@@ -500,6 +517,14 @@ mod tests {
         assert!(e.0.contains("stateDir"), "{e}");
         let e = Config::parse(r#"{"seccompProfileRoot":"seccomp"}"#).unwrap_err();
         assert_eq!(e.0, "seccompProfileRoot: must be absolute, got \"seccomp\"");
+        let e = Config::parse(r#"{"imagePullTimeout":"2s","imagePullFallbackTimeout":"3s"}"#)
+            .unwrap_err();
+        assert_eq!(
+            e.0,
+            "imagePullFallbackTimeout: must not exceed imagePullTimeout (2s), got 3s"
+        );
+        let c = Config::parse(r#"{"imagePullFallbackTimeout":0}"#).unwrap();
+        assert_eq!(c.image_pull_fallback_timeout, Duration::ZERO);
     }
 
     #[test]

@@ -122,6 +122,20 @@ fn every_board_config_is_valid_and_sane() {
 }
 
 #[test]
+fn every_board_runs_local_images_within_seconds_when_the_registry_hangs() {
+    // Issue 15 item 5: pods with a local copy start after a reboot even when pulls hang.
+    for path in board_configs() {
+        let name = path.display().to_string();
+        let v = effective(&path);
+        let fallback = str_at(&v, "/imagePullFallbackTimeout");
+        assert!(
+            ["0s", "1s", "2s", "3s", "4s", "5s"].contains(&fallback),
+            "{name}: imagePullFallbackTimeout {fallback}"
+        );
+    }
+}
+
+#[test]
 fn openwrt_boards_keep_state_off_tmpfs() {
     // On OpenWrt /var is a symlink into /tmp (RAM): state there is lost at every reboot.
     for path in board_configs() {

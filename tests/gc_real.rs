@@ -314,6 +314,63 @@ fn image_gc_removes_lru_unprotected_images_down_to_the_low_mark() {
     });
 }
 
+/// Issue 15 item 12: an image already present when the agent first starts (no
+/// images.json yet) is first seen at that pass, so minAge protects it like any other.
+#[test]
+fn image_gc_min_age_protects_images_present_at_the_first_start() {
+    let c = Containerd::start();
+    let mut cfg = config(&c, "firststart");
+    let early = build_image("localhost/gc/early:1", 1 << 20, &["true"]);
+    c.import(&early.tar);
+    cfg.image_gc.high_threshold_percent = 100;
+    cfg.image_gc.low_threshold_percent = 90;
+    cfg.image_gc.max_bytes = 1; // under pressure from the first pass on
+    cfg.image_gc.min_age = Duration::from_secs(120);
+    let cri = client(&cfg);
+    block_on(async {
+        // containerd counts snapshot usage every 10 s: wait for a first count, so the
+        // pass sees the pressure.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let info = cri.image.image_fs_info().await.unwrap();
+            if info.image_filesystems[0].used_bytes.as_ref().unwrap().value > 0 {
+                break;
+            }
+            assert!(Instant::now() < deadline, "image filesystem usage stays 0");
+            async_io::Timer::after(Duration::from_millis(200)).await;
+        }
+        let t0 = SystemTime::now();
+        let mut gc = ImageGc::new(&cfg);
+        let r = gc.pass(&cri, &[c.test_image()], t0).await.unwrap();
+        assert!(r.to_free.is_some(), "{r:?}");
+        assert!(
+            r.removed.iter().all(|(id, _)| id != &early.id),
+            "removed at the first pass despite minAge: {r:?}"
+        );
+        assert_eq!(
+            gc.records().get(&early.id).unwrap().first_detected,
+            unix(t0)
+        );
+        // The first-seen time is saved: an agent restart does not make it young again
+        // nor old, and once minAge has passed the image may go.
+        let mut gc = ImageGc::new(&cfg);
+        let r = gc
+            .pass(&cri, &[c.test_image()], t0 + Duration::from_secs(60))
+            .await
+            .unwrap();
+        assert!(r.removed.iter().all(|(id, _)| id != &early.id), "{r:?}");
+        let r = gc
+            .pass(&cri, &[c.test_image()], t0 + Duration::from_secs(121))
+            .await
+            .unwrap();
+        assert!(
+            r.removed.iter().any(|(id, _)| id == &early.id),
+            "not removed once older than minAge: {r:?}"
+        );
+        assert!(!image_ids(&cri).await.contains(&early.id));
+    });
+}
+
 fn unix(t: SystemTime) -> u64 {
     t.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs()
 }

@@ -249,6 +249,79 @@ fn registry_pull_needs_the_right_credentials() {
     );
 }
 
+/// `GET /v2/` on the registry: the status line, or None when nothing answers in `wait`
+/// (the TCP connect itself must work: a frozen registry's kernel still accepts).
+fn registry_answer(addr: &str, wait: Duration) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).expect("connect to the registry");
+    s.set_read_timeout(Some(wait)).unwrap();
+    s.write_all(format!("GET /v2/ HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes())
+        .unwrap();
+    let mut buf = [0u8; 64];
+    match s.read(&mut buf) {
+        Ok(n) if n > 0 => Some(
+            String::from_utf8_lossy(&buf[..n])
+                .lines()
+                .next()?
+                .to_string(),
+        ),
+        _ => None,
+    }
+}
+
+#[test]
+fn registry_freeze_hangs_until_thawed_and_takes_pushes_meanwhile() {
+    let c = Containerd::start();
+    let reg = Registry::start(&c);
+    let answer = registry_answer(reg.addr(), Duration::from_secs(10));
+    assert!(
+        answer.as_deref().is_some_and(|a| a.contains(" 401 ")),
+        "{answer:?}"
+    );
+    reg.freeze();
+    assert_eq!(registry_answer(reg.addr(), Duration::from_secs(1)), None);
+    // A push while frozen lands in the registry's storage (a second process takes it).
+    let img = build_image("localhost/smoke/frozen:1", 4096, &["true"]);
+    assert_eq!(
+        reg.push(&img.tar, "smoke/frozen:1"),
+        reg.reference("smoke/frozen:1")
+    );
+    assert_eq!(registry_answer(reg.addr(), Duration::from_secs(1)), None);
+    let side = reg_dir(&c).join("beside");
+    assert!(
+        !side.exists(),
+        "the side registry is gone: {}",
+        side.display()
+    );
+    reg.thaw();
+    assert!(registry_answer(reg.addr(), Duration::from_secs(10)).is_some());
+    let right = format!("{}:{}", reg.user(), reg.password());
+    let reference = reg.reference("smoke/frozen:1");
+    c.ctr_ok(&[
+        "-n",
+        "k8s.io",
+        "images",
+        "pull",
+        "--plain-http",
+        "--user",
+        &right,
+        &reference,
+    ]);
+    // A frozen registry still stops (and is torn down by Drop).
+    reg.freeze();
+    reg.stop();
+    let conf = reg_dir(&c).join("config.yml");
+    assert!(
+        processes_mentioning(conf.to_str().unwrap()).is_empty(),
+        "registry still running"
+    );
+}
+
+/// The directory of the instance's first registry.
+fn reg_dir(c: &Containerd) -> std::path::PathBuf {
+    c.dir().join("reg-1")
+}
+
 #[test]
 fn two_instances_run_side_by_side() {
     let (a, b) = std::thread::scope(|s| {

@@ -2,7 +2,7 @@
 //! kubelet's `computePodActions`: recreate the sandbox when it is missing, not ready or
 //! its sandbox-level spec changed; run init containers one at a time, in order; start or
 //! restart app containers according to `restartPolicy`; replace containers whose spec
-//! changed; kill what no longer belongs. Pure: the caller supplies the hashes of the
+//! changed or whose image the registry replaced; kill what no longer belongs. Pure: the caller supplies the hashes of the
 //! desired spec, and applies backoff when it carries the actions out.
 
 use crate::kuberuntime::observed::{ObservedContainer, ObservedPod, State};
@@ -15,14 +15,21 @@ pub struct Desired<'a> {
     pub sandbox_hash: &'a str,
     /// Hash of a container spec (init or app).
     pub container_hash: &'a dyn Fn(&Container) -> String,
+    /// Ids of running app containers to replace because the registry now has another
+    /// image under their image reference (see [`super::image_refresh`]).
+    pub outdated: &'a [String],
 }
 
 /// Why a container is (re)started; shown in logs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StartReason {
     FirstStart,
-    Exited { exit_code: i32 },
+    Exited {
+        exit_code: i32,
+    },
     SpecChanged,
+    /// The registry's image for its reference differs from the one it ran.
+    ImageChanged,
     SandboxRecreated,
 }
 
@@ -239,6 +246,14 @@ fn app_container_action(
                 reason: "container spec changed".into(),
             };
             AppAction::Replace(kill, start(StartReason::SpecChanged))
+        }
+        State::Running if desired.outdated.contains(&l.id) => {
+            let kill = Kill {
+                id: l.id.clone(),
+                name: c.name.clone(),
+                reason: "the registry has a newer image".into(),
+            };
+            AppAction::Replace(kill, start(StartReason::ImageChanged))
         }
         State::Running => AppAction::Keep,
         // Being created right now by this agent; do not start a second one.

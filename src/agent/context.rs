@@ -3,6 +3,7 @@
 //! `.await`.
 
 use super::host::HostFacts;
+use super::silent_registries::SilentRegistries;
 use crate::config::Config;
 use crate::cri::CriClient;
 use crate::kuberuntime::env::Objects;
@@ -17,6 +18,9 @@ pub struct Context {
     pub host: HostFacts,
     /// The runtime's name from Version (`containerd`), for container ids in status.
     pub runtime_name: RefCell<String>,
+    /// Registry hosts whose pulls lately ran into their deadline (every pod's worker
+    /// consults and updates it).
+    pub silent_registries: SilentRegistries,
 }
 
 impl Objects for Context {

@@ -2,16 +2,26 @@
 //! rule: a gateway must restart its pods with no uplink, so when a pull that the policy
 //! asks for (`Always`, `:latest`) fails and a local copy exists, the local copy runs and
 //! the pod's status says so.
+//!
+//! With a local copy a pull may keep the container waiting only
+//! `imagePullFallbackTimeout` (a registry that hangs, as behind an uplink that drops
+//! packets, would otherwise hold it for the whole `imagePullTimeout`), and not at all
+//! when its registry host timed out lately ([`super::silent_registries`]). The pod's
+//! worker then pulls in the background with the full timeout
+//! ([`super::image_refresh`]) and replaces the container when the registry's image
+//! differs from the one it runs.
 
 use super::backoff::Backoff;
 use super::context::Context;
+use crate::config::format_duration;
 use crate::cri::pb;
+use crate::gc::image_ref::registry_host;
 use crate::kuberuntime::status::Waiting;
 use crate::model::container::PullPolicy;
 use crate::model::defaults::pull_policy_for;
 use crate::model::secret::pull_credentials;
 use crate::model::{Container, Pod, Secret};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The image to run.
 pub struct Ensured {
@@ -21,6 +31,15 @@ pub struct Ensured {
     pub offline: Option<String>,
 }
 
+/// A failed pull.
+#[derive(Debug, Clone)]
+pub struct PullError {
+    /// What failed, naming the image (for logs and the pod's status).
+    pub message: String,
+    /// No answer within the deadline: the registry (or the way to it) hangs.
+    pub timed_out: bool,
+}
+
 fn waiting(reason: &str, message: String) -> Waiting {
     Waiting {
         reason: reason.into(),
@@ -28,8 +47,32 @@ fn waiting(reason: &str, message: String) -> Waiting {
     }
 }
 
+/// The pull policy that applies to `c` (explicit, else kubelet's default for its image).
+pub fn policy(c: &Container) -> PullPolicy {
+    c.image_pull_policy
+        .unwrap_or_else(|| pull_policy_for(&c.image))
+}
+
+/// The back-off key of pulls of `image` for the pod `uid`.
+pub fn backoff_key(uid: &str, image: &str) -> String {
+    format!("{uid}/{image}")
+}
+
+/// Notes in the shared registry marks what a pull from `image`'s host showed.
+pub fn note_outcome<T>(ctx: &Context, image: &str, result: &Result<T, PullError>) {
+    let host = registry_host(image);
+    match result {
+        Err(e) if e.timed_out => ctx.silent_registries.timed_out(host, Instant::now()),
+        _ => ctx.silent_registries.answered(host),
+    }
+}
+
 /// Ensures `c`'s image per its pull policy. Pull failures back off per image (kubelet's
-/// ErrImagePull, then ImagePullBackOff while the back-off lasts).
+/// ErrImagePull, then ImagePullBackOff while the back-off lasts). With a local copy the
+/// pull may keep the container waiting only `imagePullFallbackTimeout`, and not at all
+/// while it backs off or its registry host is silent: the local copy runs then, and
+/// after a timeout without a back-off (the worker pulls again in the background at
+/// once). One call of [`pull`] serves both cases.
 pub async fn ensure(
     ctx: &Context,
     pod: &Pod,
@@ -38,9 +81,6 @@ pub async fn ensure(
 ) -> Result<Ensured, Waiting> {
     let image = c.image.as_str();
     invalid_name(image)?;
-    let policy = c
-        .image_pull_policy
-        .unwrap_or_else(|| pull_policy_for(image));
     let present = match ctx.cri.image.image_status(image).await {
         Ok(p) => p,
         Err(e) => {
@@ -50,8 +90,7 @@ pub async fn ensure(
             ))
         }
     };
-    let local = present.as_ref().map(|i| i.id.clone());
-    match (policy, local) {
+    let local = match (policy(c), present.map(|i| i.id)) {
         (PullPolicy::Never, Some(id)) | (PullPolicy::IfNotPresent, Some(id)) => {
             return Ok(Ensured {
                 image_ref: id,
@@ -62,50 +101,81 @@ pub async fn ensure(
             return Err(waiting(
                 "ErrImageNeverPull",
                 format!("Container image \"{image}\" is not present with pull policy of Never"),
-            ));
+            ))
         }
-        _ => {}
-    }
-    let key = format!("{}/{}", pod.metadata.uid, image);
+        (_, local) => local,
+    };
+    let offline = |image_ref: String, message: String| Ensured {
+        image_ref,
+        offline: Some(message),
+    };
+    let key = backoff_key(&pod.metadata.uid, image);
     let now = Instant::now();
-    if backoff.until(&key, now).is_some() {
-        if let Some(i) = &present {
-            return Ok(Ensured {
-                image_ref: i.id.clone(),
-                offline: Some(format!("back-off pulling image \"{image}\"")),
-            });
-        }
-        return Err(waiting(
-            "ImagePullBackOff",
-            format!("Back-off pulling image \"{image}\""),
-        ));
+    if let Some(why) = not_now(ctx, image, local.is_some(), backoff.until(&key, now), now) {
+        return match local {
+            Some(id) => Ok(offline(id, why)),
+            None => Err(waiting("ImagePullBackOff", why)),
+        };
     }
-    match pull(ctx, pod, image).await {
-        Ok(image_ref) => {
+    let timeout = match local {
+        Some(_) => ctx.cfg.image_pull_fallback_timeout,
+        None => ctx.cfg.image_pull_timeout,
+    };
+    let result = pull(ctx, pod, image, timeout).await;
+    note_outcome(ctx, image, &result);
+    match (result, local) {
+        (Ok(image_ref), _) => {
             backoff.reset(&key);
             Ok(Ensured {
                 image_ref,
                 offline: None,
             })
         }
-        Err(msg) => {
-            backoff.fail(&key, now);
-            match present {
-                Some(i) => {
-                    log::warn!(
-                        "pod {}/{}: pulling {image} failed, running the local copy: {msg}",
-                        pod.metadata.namespace,
-                        pod.metadata.name
-                    );
-                    Ok(Ensured {
-                        image_ref: i.id,
-                        offline: Some(msg),
-                    })
-                }
-                None => Err(waiting("ErrImagePull", msg)),
+        (Err(e), Some(id)) => {
+            if !e.timed_out {
+                backoff.fail(&key, now);
             }
+            log::warn!(
+                "pod {}/{}: {}; running the local copy",
+                pod.metadata.namespace,
+                pod.metadata.name,
+                e.message
+            );
+            Ok(offline(id, e.message))
+        }
+        (Err(e), None) => {
+            backoff.fail(&key, now);
+            Err(waiting("ErrImagePull", e.message))
         }
     }
+}
+
+/// Why a wanted pull of `image` is not made now: its back-off runs (`until`), or, with
+/// a `local` copy, no wait is allowed or its registry host is silent.
+fn not_now(
+    ctx: &Context,
+    image: &str,
+    local: bool,
+    until: Option<Instant>,
+    now: Instant,
+) -> Option<String> {
+    if until.is_some() {
+        return Some(format!("Back-off pulling image \"{image}\""));
+    }
+    if !local {
+        return None;
+    }
+    if ctx.cfg.image_pull_fallback_timeout.is_zero() {
+        return Some(format!(
+            "pulling image \"{image}\" in the background (imagePullFallbackTimeout 0)"
+        ));
+    }
+    let host = registry_host(image);
+    ctx.silent_registries.is_silent(host, now).then(|| {
+        format!(
+            "registry {host} did not answer lately; pulling image \"{image}\" in the background"
+        )
+    })
 }
 
 /// kubelet's `InvalidImageName`: a reference outside the docker grammar is never
@@ -120,9 +190,15 @@ fn invalid_name(image: &str) -> Result<(), Waiting> {
     })
 }
 
-/// Pulls `image`, trying each matching credential of the pod's imagePullSecrets in turn
-/// (as kubelet), then anonymously when there is none.
-pub async fn pull(ctx: &Context, pod: &Pod, image: &str) -> Result<String, String> {
+/// Pulls `image` within `timeout`, trying each matching credential of the pod's
+/// imagePullSecrets in turn (as kubelet), then anonymously when there is none. A
+/// timeout ends the tries: other credentials would meet the same silent registry.
+pub async fn pull(
+    ctx: &Context,
+    pod: &Pod,
+    image: &str,
+    timeout: Duration,
+) -> Result<String, PullError> {
     let secrets: Vec<Secret> = pod
         .spec
         .image_pull_secrets
@@ -135,7 +211,6 @@ pub async fn pull(ctx: &Context, pod: &Pod, image: &str) -> Result<String, Strin
         .collect();
     let refs: Vec<&Secret> = secrets.iter().collect();
     let creds = pull_credentials(&refs, image);
-    let mut last_err = String::new();
     let attempts: Vec<Option<pb::AuthConfig>> = if creds.is_empty() {
         vec![None]
     } else {
@@ -152,14 +227,36 @@ pub async fn pull(ctx: &Context, pod: &Pod, image: &str) -> Result<String, Strin
             })
             .collect()
     };
+    let mut last = PullError {
+        message: String::new(),
+        timed_out: false,
+    };
     for auth in attempts {
-        log::info!("pulling image {image}");
-        match ctx.cri.image.pull_image(image, auth, None).await {
+        log::info!(
+            "pod {}/{}: pulling image {image} (within {})",
+            pod.metadata.namespace,
+            pod.metadata.name,
+            format_duration(timeout)
+        );
+        match ctx
+            .cri
+            .image
+            .pull_image_within(image, auth, None, timeout)
+            .await
+        {
             Ok(r) => return Ok(r),
-            Err(e) => last_err = format!("failed to pull image \"{image}\": {e}"),
+            Err(e) => {
+                last = PullError {
+                    message: format!("failed to pull image \"{image}\": {e}"),
+                    timed_out: e.is_deadline_exceeded(),
+                };
+                if last.timed_out {
+                    break;
+                }
+            }
         }
     }
-    Err(last_err)
+    Err(last)
 }
 
 #[cfg(test)]

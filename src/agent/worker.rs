@@ -4,13 +4,16 @@
 //! back-off it is waiting for runs out, and writes the pod's status on change only.
 //! It also owns the pod's probes ([`super::probe`]): a probe result that changes wakes
 //! it (a failed liveness or startup probe kills the container first), and it runs
-//! postStart hooks right after starting a container.
+//! postStart hooks right after starting a container. Pulls that bring offline
+//! containers up to date run beside it ([`super::image_refresh`]) and wake it when done.
 
 use super::actions::{self, Desired, StartReason};
 use super::backoff::Backoff;
 use super::context::Context;
 use super::deadline::{self, Deadline};
 use super::handler::{self, Target};
+use super::image::PullError;
+use super::image_refresh::{self, Pulled, Refreshes};
 use super::observe::{self, Effects};
 use super::probe::{self, PodProbes, Verdict};
 use super::{hooks, image, kill};
@@ -19,11 +22,12 @@ use crate::kuberuntime::container::{container_config, ContainerContext};
 use crate::kuberuntime::env::PodFacts;
 use crate::kuberuntime::hash::{container_hash, sandbox_hash};
 use crate::kuberuntime::non_root::{self, ImageUser};
-use crate::kuberuntime::observed::{ObservedPod, ObservedSandbox};
+use crate::kuberuntime::observed::{ObservedPod, ObservedSandbox, State};
 use crate::kuberuntime::sandbox::{log_directory, sandbox_config};
 use crate::kuberuntime::security::SeccompPolicy;
 use crate::kuberuntime::status::{pod_status, StatusInput, Waiting};
 use crate::kuberuntime::{termination, tmpfs, volumes, SyncError};
+use crate::model::container::PullPolicy;
 use crate::model::time::now_rfc3339;
 use crate::model::{Container, Pod, PodStatus};
 use smol::channel::{Receiver, Sender};
@@ -68,6 +72,11 @@ struct Worker {
     waiting: BTreeMap<String, Waiting>,
     /// Containers running a local image because the pull failed: name -> error.
     offline: BTreeMap<String, String>,
+    /// Background pulls of the offline containers' images.
+    refreshes: Refreshes,
+    /// Image ids that background pulls brought (image reference -> id), for the next
+    /// sync to compare with what the containers run.
+    fresh_images: BTreeMap<String, String>,
     init_failed: bool,
     last_status: Option<PodStatus>,
     wake_at: Option<Instant>,
@@ -85,6 +94,7 @@ struct Worker {
 enum Woken {
     Msg(Result<Msg, smol::channel::RecvError>),
     Probe(probe::Event),
+    Pulled(Pulled),
     Timer,
 }
 
@@ -109,6 +119,8 @@ pub fn spawn(ctx: Rc<Context>, pod: Pod, known_absent: bool) -> (Sender<Msg>, sm
         ),
         waiting: BTreeMap::new(),
         offline: BTreeMap::new(),
+        refreshes: Refreshes::default(),
+        fresh_images: BTreeMap::new(),
         init_failed: false,
         last_status,
         wake_at: None,
@@ -132,13 +144,17 @@ impl Worker {
             // the Worker itself (about 8 KB less per pod than the sync inlined).
             Box::pin(self.sync()).await;
             let wake_at = self.wake_at;
+            let (probes, refreshes) = (&mut self.probes, &mut self.refreshes);
             let woken = future::or(async { Woken::Msg(rx.recv().await) }, async {
-                future::or(async { Woken::Probe(self.probes.next().await) }, async {
-                    match wake_at {
-                        Some(at) => Timer::at(at).await,
-                        None => future::pending().await,
-                    };
-                    Woken::Timer
+                future::or(async { Woken::Probe(probes.next().await) }, async {
+                    future::or(async { Woken::Pulled(refreshes.finished().await) }, async {
+                        match wake_at {
+                            Some(at) => Timer::at(at).await,
+                            None => future::pending().await,
+                        };
+                        Woken::Timer
+                    })
+                    .await
                 })
                 .await
             })
@@ -147,6 +163,10 @@ impl Worker {
                 Woken::Timer => Vec::new(),
                 Woken::Probe(ev) => {
                     self.probe_event(ev).await;
+                    Vec::new()
+                }
+                Woken::Pulled((image, result)) => {
+                    self.pulled(image, result);
                     Vec::new()
                 }
                 Woken::Msg(Ok(m)) => vec![m],
@@ -226,7 +246,10 @@ impl Worker {
         let mut effects = Effects::default();
         match prepared {
             Err(None) => effects.unknown = self.kill_pod(&observed).await,
-            Ok(()) => self.act(&observed, &mut effects).await,
+            Ok(()) => {
+                let outdated = self.outdated(&observed).await;
+                self.act(&observed, &outdated, &mut effects).await
+            }
             Err(Some(e)) => {
                 log::warn!("pod {}: {e}", self.name());
                 self.wait_all(&observed, &e);
@@ -235,7 +258,7 @@ impl Worker {
         };
         let observed = observe::after(&self.ctx, &uid, observed, effects).await;
         if !self.deadline_exceeded {
-            self.retry_offline_pulls().await;
+            self.schedule_refreshes();
         }
         self.probes.reconcile(&self.ctx, &self.pod, &observed);
         self.write_status(&observed);
@@ -270,12 +293,14 @@ impl Worker {
     }
 
     /// Computes and carries out the pod's actions, recording what they did in `effects`.
-    async fn act(&mut self, observed: &ObservedPod, effects: &mut Effects) {
+    /// `outdated`: running containers to replace because the registry has a new image.
+    async fn act(&mut self, observed: &ObservedPod, outdated: &[String], effects: &mut Effects) {
         let sb_hash = sandbox_hash(&self.pod);
         let desired = Desired {
             pod: &self.pod,
             sandbox_hash: &sb_hash,
             container_hash: &container_hash,
+            outdated,
         };
         let acts = actions::compute(&desired, observed);
         self.init_failed = acts.init_failed;
@@ -309,13 +334,12 @@ impl Worker {
                 self.pod.spec.containers.get(s.index)
             };
             let Some(c) = c.cloned() else { continue };
-            let exited_at = observed.latest(&c.name).map_or(0, |o| o.finished_at);
             let at = SandboxRef {
                 id: &sandbox_id,
                 config: &sandbox_cfg,
                 pod_ip: &pod_ip,
             };
-            self.start_container(&c, s, &at, exited_at, effects).await;
+            self.start_container(&c, s, &at, observed, effects).await;
         }
     }
 
@@ -402,7 +426,9 @@ impl Worker {
             self.wake_no_later_than(until);
             return None;
         }
-        let log_dir = log_directory(&cfg.pod_logs_dir, &self.pod);
+        let starting: Vec<String> = acts.start.iter().map(|s| s.name.clone()).collect();
+        self.unstale_status(observed, &starting);
+        let log_dir = log_directory(&self.ctx.cfg.pod_logs_dir, &self.pod);
         if let Err(e) = std::fs::create_dir_all(&log_dir) {
             log::warn!(
                 "pod {}: cannot create log directory {}: {e}",
@@ -460,12 +486,13 @@ impl Worker {
         c: &Container,
         s: &actions::Start,
         at: &SandboxRef<'_>,
-        exited_at: i64,
+        observed: &ObservedPod,
         effects: &mut Effects,
     ) {
         let key = format!("{}/{}", self.pod.metadata.uid, c.name);
         let now = Instant::now();
         if matches!(s.reason, StartReason::Exited { .. }) {
+            let exited_at = observed.latest(&c.name).map_or(0, |o| o.finished_at);
             let exited = instant_of(exited_at, now);
             if let Some(until) = self.crash.until_since(&key, exited, now) {
                 let delay = self.crash.delay(&key).unwrap_or_default();
@@ -490,6 +517,10 @@ impl Worker {
             }
             self.crash.fail(&key, exited);
         }
+        if image::policy(c) == PullPolicy::Always {
+            // The pull may take a while.
+            self.unstale_status(observed, std::slice::from_ref(&c.name));
+        }
         let ensured = match image::ensure(&self.ctx, &self.pod, c, &mut self.pulls).await {
             Ok(e) => e,
             Err(w) => {
@@ -505,7 +536,7 @@ impl Worker {
                 let now = Instant::now();
                 let until = self
                     .pulls
-                    .until(&format!("{}/{}", self.pod.metadata.uid, c.image), now);
+                    .until(&image::backoff_key(&self.pod.metadata.uid, &c.image), now);
                 // A fresh failure shows as ErrImagePull; look again shortly so that the
                 // status then says ImagePullBackOff while the back-off lasts (kubelet's
                 // pod resync does the same), instead of sleeping through it.
@@ -686,38 +717,120 @@ impl Worker {
         false
     }
 
-    /// Containers running a stale local image: pull again when the back-off allows, so
-    /// the pod is current again once the registry is back.
-    async fn retry_offline_pulls(&mut self) {
-        let names: Vec<String> = self.offline.keys().cloned().collect();
-        for name in names {
-            let Some(c) = self.pod.all_containers().find(|c| c.name == name).cloned() else {
-                self.offline.remove(&name);
-                continue;
-            };
-            let key = format!("{}/{}", self.pod.metadata.uid, c.image);
-            let now = Instant::now();
-            if let Some(until) = self.pulls.until(&key, now) {
-                self.wake_no_later_than(until);
+    /// Running containers to replace because a background pull brought an image other
+    /// than the one they run (see [`image_refresh::outdated`]).
+    async fn outdated(&mut self, observed: &ObservedPod) -> Vec<String> {
+        if self.fresh_images.is_empty() {
+            return Vec::new();
+        }
+        let ids =
+            image_refresh::outdated(&self.ctx, &self.pod, observed, &mut self.fresh_images).await;
+        if !self.fresh_images.is_empty() {
+            self.wake_no_later_than(Instant::now() + RETRY);
+        }
+        ids
+    }
+
+    /// Containers running a local copy: pull their images again in the background
+    /// when the back-off allows, so the pod is current again once the registry is back.
+    /// Pulls of images no offline container needs any longer are cancelled.
+    fn schedule_refreshes(&mut self) {
+        let mut images: Vec<String> = Vec::new();
+        for c in self.pod.all_containers() {
+            if self.offline.contains_key(&c.name) && !images.contains(&c.image) {
+                images.push(c.image.clone());
+            }
+        }
+        self.offline
+            .retain(|n, _| self.pod.all_containers().any(|c| &c.name == n));
+        self.refreshes.retain(|i| images.iter().any(|w| w == i));
+        let now = Instant::now();
+        for image in &images {
+            if self.refreshes.is_running(image) {
                 continue;
             }
-            match image::pull(&self.ctx, &self.pod, &c.image).await {
-                Ok(_) => {
-                    log::info!(
-                        "pod {}: image {} pulled again; no longer running offline",
-                        self.name(),
-                        c.image
-                    );
-                    self.pulls.reset(&key);
-                    self.offline.remove(&name);
+            let key = image::backoff_key(&self.pod.metadata.uid, image);
+            match self.pulls.until(&key, now) {
+                Some(until) => self.wake_no_later_than(until),
+                None => self.refreshes.start(&self.ctx, &self.pod, image),
+            }
+        }
+    }
+
+    /// A background pull of `image` finished: the registry answered with an image
+    /// (the offline containers using it are current again, and the next sync replaces
+    /// those that run another image), or it failed (back-off, then again).
+    fn pulled(&mut self, image: String, result: Result<String, PullError>) {
+        image::note_outcome(&self.ctx, &image, &result);
+        let key = image::backoff_key(&self.pod.metadata.uid, &image);
+        let names: Vec<String> = self
+            .pod
+            .all_containers()
+            .filter(|c| c.image == image && self.offline.contains_key(&c.name))
+            .map(|c| c.name.clone())
+            .collect();
+        match result {
+            Ok(id) => {
+                log::info!(
+                    "pod {}: image {image} pulled ({id}); no longer running offline",
+                    self.name()
+                );
+                self.pulls.reset(&key);
+                for n in &names {
+                    self.offline.remove(n);
                 }
-                Err(e) => {
-                    let delay = self.pulls.fail(&key, now);
-                    self.offline.insert(name, e);
-                    self.wake_no_later_than(now + delay);
+                self.fresh_images.insert(image, id);
+            }
+            Err(e) => {
+                let delay = self.pulls.fail(&key, Instant::now());
+                log::info!(
+                    "pod {}: {} (again in {})",
+                    self.name(),
+                    e.message,
+                    crate::config::format_duration(delay)
+                );
+                for n in names {
+                    self.offline.insert(n, e.message.clone());
                 }
             }
         }
+    }
+
+    /// Before a step that may take a while (a new sandbox, a pull): when the last status
+    /// written shows a container running that the runtime does not run (the pod's
+    /// containers are gone after a reboot, or one died), writes what is observed now,
+    /// with `starting` containers waiting in ContainerCreating, so that no reader sees
+    /// `Running` for a container that does not exist while the step lasts.
+    fn unstale_status(&mut self, observed: &ObservedPod, starting: &[String]) {
+        let Some(last) = &self.last_status else {
+            return;
+        };
+        let runs = |id: &str| {
+            observed
+                .containers
+                .iter()
+                .any(|c| c.id == id && c.state == State::Running)
+        };
+        let stale = last
+            .init_container_statuses
+            .iter()
+            .chain(&last.container_statuses)
+            .filter(|s| s.state.running.is_some())
+            .any(|s| !runs(s.container_id.rsplit("://").next().unwrap_or_default()));
+        if !stale {
+            return;
+        }
+        // Only for this write: a container started later in this sync may have exited
+        // by its end, and must then show as terminated, not waiting.
+        let waiting = self.waiting.clone();
+        for name in starting {
+            self.waiting.entry(name.clone()).or_insert_with(|| Waiting {
+                reason: "ContainerCreating".into(),
+                message: String::new(),
+            });
+        }
+        self.write_status(observed);
+        self.waiting = waiting;
     }
 
     fn write_status(&mut self, observed: &ObservedPod) {
@@ -768,7 +881,9 @@ impl Worker {
 
     /// Stops the pod with its grace period, removes it from the runtime and forgets its
     /// status and volumes. Retries while the runtime is unreachable.
-    async fn terminate(self) {
+    async fn terminate(mut self) {
+        // Background pulls are of no use any more.
+        self.refreshes = Refreshes::default();
         let uid = self.pod.metadata.uid.clone();
         let grace = kill::grace_period(&self.pod);
         log::info!("pod {}: deleting (grace period {grace:?})", self.name());

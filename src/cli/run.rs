@@ -46,6 +46,7 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
         store: RefCell::new(store),
         host,
         runtime_name: RefCell::new(String::new()),
+        silent_registries: Default::default(),
     });
     crate::rt::block_on(async move {
         wait_for_runtime(&ctx).await;

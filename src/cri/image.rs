@@ -1,8 +1,9 @@
 //! [`ImageClient`]: one typed async method per CRI `ImageService` call (list, status,
 //! pull with registry credentials, remove, image filesystem usage).
 //!
-//! PullImage gets its own deadline (`imagePullTimeout`): pulls over a slow uplink take
-//! minutes, every other call answers in milliseconds and uses `runtimeRequestTimeout`.
+//! PullImage gets its own deadline (`imagePullTimeout`, or a shorter one the caller
+//! gives): pulls over a slow uplink take minutes, every other call answers in
+//! milliseconds and uses `runtimeRequestTimeout`.
 
 use super::pb;
 use super::runtime::missing;
@@ -88,15 +89,26 @@ impl ImageClient {
         auth: Option<pb::AuthConfig>,
         sandbox_config: Option<pb::PodSandboxConfig>,
     ) -> Result<String, CriError> {
+        self.pull_image_within(image, auth, sandbox_config, self.pull_timeout)
+            .await
+    }
+
+    /// [`ImageClient::pull_image`] with its own deadline instead of `imagePullTimeout`
+    /// (the runtime is told it through `grpc-timeout` and gives the pull up then too).
+    pub async fn pull_image_within(
+        &self,
+        image: &str,
+        auth: Option<pb::AuthConfig>,
+        sandbox_config: Option<pb::PodSandboxConfig>,
+        timeout: Duration,
+    ) -> Result<String, CriError> {
         let req = pb::PullImageRequest {
             image: spec(image),
             auth: auth.map(with_url_server_address),
             sandbox_config,
         };
-        let resp: pb::PullImageResponse = self
-            .channel
-            .unary(PULL_IMAGE, &req, Some(self.pull_timeout))
-            .await?;
+        let resp: pb::PullImageResponse =
+            self.channel.unary(PULL_IMAGE, &req, Some(timeout)).await?;
         if resp.image_ref.is_empty() {
             return Err(missing(PULL_IMAGE, "image_ref"));
         }

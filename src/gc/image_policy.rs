@@ -67,7 +67,7 @@ fn mul_div(a: u64, b: u64, c: u64) -> u64 {
 }
 
 /// An unprotected image with what the policy orders it by. Times are Unix seconds;
-/// `last_used` 0 means never seen in use, `first_detected` 0 means "before records".
+/// `last_used` 0 means never seen in use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Candidate<'a> {
     pub id: &'a str,

@@ -43,10 +43,6 @@ pub struct ImageRecords {
     records: BTreeMap<String, Record>,
     /// Records differ from the file in a way worth a write.
     dirty: bool,
-    /// No pass has run since the agent started.
-    fresh: bool,
-    /// A records file existed when the agent started.
-    had_file: bool,
     /// Writes done by this process (reported by the bench and tests).
     pub writes: u64,
 }
@@ -56,17 +52,21 @@ impl ImageRecords {
     /// is logged and treated as absent: losing last-used times only makes GC order
     /// less exact, never unsafe (protected images are computed afresh each pass).
     pub fn from_file(bytes: Option<&[u8]>, now: u64, what: &str) -> Self {
-        let mut r = ImageRecords {
-            fresh: true,
-            ..Default::default()
-        };
+        let mut r = ImageRecords::default();
         let Some(bytes) = bytes else { return r };
         match serde_json::from_slice::<FileFormat>(bytes) {
             Ok(f) if f.version == 1 => {
-                r.had_file = true;
                 r.records = f.images;
-                for rec in r.records.values_mut().filter(|x| x.in_use) {
-                    rec.last_used = rec.last_used.max(now);
+                for rec in r.records.values_mut() {
+                    if rec.in_use {
+                        rec.last_used = rec.last_used.max(now);
+                    }
+                    // Written by an older agent that recorded images present at its
+                    // first start as seen at time 0: their age is unknown, count it
+                    // from now so minAge protects them.
+                    if rec.first_detected == 0 {
+                        rec.first_detected = now;
+                    }
                 }
             }
             Ok(f) => log::warn!("{what}: unknown version {}, starting afresh", f.version),
@@ -76,13 +76,12 @@ impl ImageRecords {
     }
 
     /// Updates the records from one listing: the `present` image ids and those `in_use`.
-    /// New images are first seen `now`, except on the first pass of an agent that has no
-    /// records file at all: then, as kubelet does at startup, their first-seen time is
-    /// unknown (0), so minAge does not hold back images that were there before. Images no
-    /// longer present are forgotten.
+    /// An image without a record is first seen `now`, also on the first pass of an agent
+    /// that has no records file yet: kubelet records such images as seen at an unknown
+    /// time in the past, which lets GC remove an image that was pulled a moment before the
+    /// agent first started (a fresh device, a wiped state directory) before minAge has
+    /// passed. Images no longer present are forgotten.
     pub fn observe(&mut self, present: &HashSet<&str>, in_use: &HashSet<&str>, now: u64) {
-        let first_seen = if self.fresh && !self.had_file { 0 } else { now };
-        self.fresh = false;
         self.retain_present(present);
         for &id in present {
             let used = in_use.contains(id);
@@ -91,7 +90,7 @@ impl ImageRecords {
                 None => {
                     self.dirty = true;
                     self.records.entry(id.to_string()).or_insert(Record {
-                        first_detected: first_seen,
+                        first_detected: now,
                         last_used: 0,
                         in_use: false,
                     })
@@ -151,7 +150,6 @@ impl ImageRecords {
     /// Marks the records as saved.
     pub fn saved(&mut self) {
         self.dirty = false;
-        self.had_file = true;
         self.writes += 1;
     }
 }
@@ -204,12 +202,29 @@ mod tests {
     }
 
     #[test]
-    fn first_pass_without_file_treats_images_as_old() {
+    fn images_present_at_the_first_start_are_first_seen_then() {
+        // No records file (first start, or a wiped state directory): the images already
+        // there are first seen at this pass, not at time 0, so minAge protects them.
+        let mut file = None;
         let mut r = ImageRecords::from_file(None, 500, "t");
         r.observe(&set(&["old"]), &set(&[]), 500);
-        assert_eq!(r.get("old").unwrap().first_detected, 0);
+        assert_eq!(r.get("old").unwrap().first_detected, 500);
         r.observe(&set(&["old", "new"]), &set(&[]), 800);
+        assert_eq!(r.get("old").unwrap().first_detected, 500);
         assert_eq!(r.get("new").unwrap().first_detected, 800);
+        assert!(save(&mut r, &mut file));
+        // A corrupt file counts as none: the same rule.
+        let mut r = ImageRecords::from_file(Some(b"{"), 900, "t");
+        r.observe(&set(&["old"]), &set(&[]), 900);
+        assert_eq!(r.get("old").unwrap().first_detected, 900);
+        // After a restart the saved first-seen time is kept.
+        let mut r = ImageRecords::from_file(file.as_deref(), 2000, "t");
+        r.observe(&set(&["old", "new"]), &set(&[]), 2000);
+        assert_eq!(r.get("old").unwrap().first_detected, 500);
+        // A file from an agent that still wrote 0 for them: counted from the load.
+        let old = br#"{"version":1,"images":{"x":{"firstDetected":0,"lastUsed":0}}}"#;
+        let r = ImageRecords::from_file(Some(old), 3000, "t");
+        assert_eq!(r.get("x").unwrap().first_detected, 3000);
     }
 
     #[test]

@@ -53,6 +53,16 @@ pub fn normalize(reference: &str) -> String {
     out
 }
 
+/// The registry host a reference pulls from, as containerd resolves it
+/// (`busybox` -> `docker.io`, `127.0.0.1:5000/app:1` -> `127.0.0.1:5000`).
+pub fn registry_host(reference: &str) -> &str {
+    match reference.split_once('/') {
+        Some(("index.docker.io", _)) => DOCKER_HUB,
+        Some((first, _)) if is_host(first) => first,
+        _ => DOCKER_HUB,
+    }
+}
+
 /// Whether the first path component of a reference names a registry host.
 fn is_host(first: &str) -> bool {
     first.contains('.') || first.contains(':') || first == "localhost"
@@ -140,6 +150,21 @@ mod tests {
         ];
         for (input, want) in cases {
             assert_eq!(normalize(input), want, "{input}");
+        }
+    }
+
+    #[test]
+    fn registry_hosts() {
+        for (input, want) in [
+            ("busybox", "docker.io"),
+            ("user/app:1", "docker.io"),
+            ("index.docker.io/user/app", "docker.io"),
+            ("localhost/app", "localhost"),
+            ("127.0.0.1:5000/app:v2", "127.0.0.1:5000"),
+            ("registry:5000/a/b", "registry:5000"),
+            ("quay.io/x/y@sha256:ab", "quay.io"),
+        ] {
+            assert_eq!(registry_host(input), want, "{input}");
         }
     }
 

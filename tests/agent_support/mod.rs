@@ -322,6 +322,11 @@ impl Cri {
         tinylet::rt::block_on(self.rc.container_status(id)).expect("ContainerStatus")
     }
 
+    /// Every container on the runtime (any state).
+    pub fn containers_all(&self) -> Vec<pb::Container> {
+        tinylet::rt::block_on(self.rc.list_containers(None)).expect("ListContainers")
+    }
+
     /// Every sandbox on the runtime.
     pub fn all_sandboxes(&self) -> Vec<pb::PodSandbox> {
         tinylet::rt::block_on(self.rc.list_pod_sandbox(None)).expect("ListPodSandbox")

@@ -50,8 +50,13 @@
 //!   .addr() -> &str                          "127.0.0.1:PORT"
 //!   .user() / .password() -> &str            the credentials it accepts
 //!   .push(&Path, "name:tag") -> String       skopeo copy; returns "127.0.0.1:PORT/name:tag"
+//!                                            (while frozen or stopped: through a second
+//!                                            registry process on the same storage)
 //!   .reference("name:tag") -> String         same reference, without pushing
 //!   .stop() / .start_again()                 offline simulation (data and port kept)
+//!   .freeze() / .thaw()                      SIGSTOP / SIGCONT: a registry that hangs (TCP
+//!                                            connects, nothing answers), as over an uplink
+//!                                            that drops packets
 //! ```
 //!
 //! A real Kubernetes control plane for the cluster tests: `common::kube::Kube` (see
@@ -652,6 +657,16 @@ impl Registry {
     /// Serves again on the same port after [`Registry::stop`].
     pub fn start_again(&self) {
         run_script("registry.sh", &[OsStr::new("start"), self.dir.as_os_str()]);
+    }
+
+    /// Freezes the registry process (SIGSTOP): connections hang instead of failing.
+    pub fn freeze(&self) {
+        run_script("registry.sh", &[OsStr::new("freeze"), self.dir.as_os_str()]);
+    }
+
+    /// Lets a frozen registry run again (SIGCONT); pending requests get their answers.
+    pub fn thaw(&self) {
+        run_script("registry.sh", &[OsStr::new("thaw"), self.dir.as_os_str()]);
     }
 }
 

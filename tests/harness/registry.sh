@@ -9,9 +9,16 @@
 #   registry.sh stop REGDIR          stop serving (data, port and credentials kept):
 #                                    "offline" for tests
 #   registry.sh start REGDIR         serve again on the same port
+#   registry.sh freeze REGDIR        SIGSTOP the registry: connections are still accepted
+#                                    (by the kernel) but never answered, as over an uplink
+#                                    that drops packets; `stop`/`down` thaw it first
+#   registry.sh thaw REGDIR          SIGCONT: it answers again, pending requests included
 #   registry.sh down REGDIR          stop, remove REGDIR and the hosts.toml. Idempotent.
 #   registry.sh push REGDIR TAR NAME:TAG   copy an OCI archive into it (skopeo); prints the
-#                                    pullable reference 127.0.0.1:PORT/NAME:TAG
+#                                    pullable reference 127.0.0.1:PORT/NAME:TAG. While it
+#                                    is frozen or stopped the push goes through a second
+#                                    registry process on the same storage (another port),
+#                                    as a push from elsewhere would
 #   registry.sh env REGDIR           TINYLET_REGISTRY_ADDR, _USER, _PASSWORD (KEY=value)
 #
 # Put REGDIR inside the instance dir (e.g. INSTANCE/reg-1): containerd.sh down then stops
@@ -33,8 +40,9 @@ load_env() {
 	done <"$1/env"
 }
 
+# Writes REG/config.yml serving on PORT the storage and users of HOME (default REG).
 write_config() {
-	local reg=$1 port=$2
+	local reg=$1 port=$2 home=${3:-$1}
 	cat >"$reg/config.yml" <<EOF
 # Local registry of the tinylet test harness (tests/harness/registry.sh).
 version: 0.1
@@ -44,7 +52,7 @@ log:
     disabled: true
 storage:
   filesystem:
-    rootdirectory: $reg/data
+    rootdirectory: $home/data
   delete:
     enabled: true
   maintenance:
@@ -56,7 +64,7 @@ http:
 auth:
   htpasswd:
     realm: tinylet-test-registry
-    path: $reg/htpasswd
+    path: $home/htpasswd
 EOF
 }
 
@@ -101,8 +109,38 @@ registry_pid() {
 	printf '%s\n' "$pid"
 }
 
+# A free loopback port (checked with ss; a race with another process is possible, and
+# serve() reports it).
+free_port() {
+	local port try
+	for try in 1 2 3 4 5 6 7 8; do
+		port=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+		if [ -z "$(ss -Hltn "sport = :$port" 2>/dev/null)" ]; then
+			printf '%s\n' "$port"
+			return 0
+		fi
+	done
+	die "could not find a free port (tried $try)"
+}
+
+cmd_freeze() {
+	local reg=$1 pid
+	pid=$(registry_pid "$reg") || die "registry of $reg is not running"
+	kill -STOP "$pid"
+	touch "$reg/frozen"
+}
+
+cmd_thaw() {
+	local reg=$1 pid
+	rm -f "$reg/frozen"
+	pid=$(registry_pid "$reg") || return 0
+	kill -CONT "$pid" 2>/dev/null || true
+}
+
 cmd_stop() {
 	local reg=$1 pid try
+	# A stopped process would only see SIGTERM once continued.
+	cmd_thaw "$reg"
 	for try in 1 2 3; do
 		pid=$(registry_pid "$reg") || break
 		stop_pid "$pid" 5
@@ -158,6 +196,7 @@ cmd_down() {
 	if [ ! -f "$reg/config.yml" ] && [ -n "$(ls -A "$reg")" ]; then
 		die "$reg is not a harness registry (no config.yml): not touching it"
 	fi
+	if [ -d "$reg/beside" ]; then cmd_stop "$reg/beside"; fi
 	cmd_stop "$reg"
 	if [ -f "$reg/env" ]; then
 		load_env "$reg"
@@ -166,14 +205,37 @@ cmd_down() {
 	rm -rf "$reg"
 }
 
+# skopeo copy of OCI archive $2 to registry address $1 as $3.
+copy_to() {
+	skopeo --insecure-policy copy --quiet --dest-tls-verify=false \
+		--dest-creds "$TINYLET_REGISTRY_USER:$TINYLET_REGISTRY_PASSWORD" \
+		"oci-archive:$2" "docker://$1/$3" >&2 ||
+		die "skopeo could not push $2 to $1/$3"
+}
+
+# Pushes through a second registry process on REG's storage (REG frozen or stopped).
+push_beside() {
+	local reg=$1 tar=$2 ref=$3 side=$1/beside port
+	rm -rf "$side"
+	mkdir -p "$side"
+	port=$(free_port)
+	write_config "$side" "$port" "$reg"
+	printf 'TINYLET_REGISTRY_ADDR=127.0.0.1:%s\n' "$port" >"$side/env"
+	serve "$side" || die "port $port of the side registry was taken"
+	copy_to "127.0.0.1:$port" "$tar" "$ref"
+	cmd_stop "$side"
+	rm -rf "$side"
+}
+
 cmd_push() {
 	local reg=$1 tar=$2 ref=$3 TINYLET_REGISTRY_ADDR='' TINYLET_REGISTRY_USER='' TINYLET_REGISTRY_PASSWORD=''
 	load_env "$reg"
 	[ -f "$tar" ] || die "no such image archive: $tar"
-	skopeo --insecure-policy copy --quiet --dest-tls-verify=false \
-		--dest-creds "$TINYLET_REGISTRY_USER:$TINYLET_REGISTRY_PASSWORD" \
-		"oci-archive:$tar" "docker://$TINYLET_REGISTRY_ADDR/$ref" >&2 ||
-		die "skopeo could not push $tar to $TINYLET_REGISTRY_ADDR/$ref"
+	if [ -e "$reg/frozen" ] || ! registry_pid "$reg" >/dev/null; then
+		push_beside "$reg" "$tar" "$ref"
+	else
+		copy_to "$TINYLET_REGISTRY_ADDR" "$tar" "$ref"
+	fi
 	printf '%s/%s\n' "$TINYLET_REGISTRY_ADDR" "$ref"
 }
 
@@ -194,6 +256,8 @@ main() {
 		serve "$reg" || die "port of $reg is taken by another process"
 		;;
 	down) cmd_down "$1" ;;
+	freeze) cmd_freeze "$(abspath "$1")" ;;
+	thaw) cmd_thaw "$(abspath "$1")" ;;
 	push)
 		[ $# -eq 3 ] || usage
 		cmd_push "$(abspath "$1")" "$2" "$3"

@@ -50,10 +50,20 @@ fn ctr(id: &str, name: &str, state: State, exit: i32, restarts: u32, t: i64) -> 
 }
 
 fn run(p: &Pod, sandboxes: Vec<ObservedSandbox>, containers: Vec<ObservedContainer>) -> PodActions {
+    run_outdated(p, sandboxes, containers, &[])
+}
+
+fn run_outdated(
+    p: &Pod,
+    sandboxes: Vec<ObservedSandbox>,
+    containers: Vec<ObservedContainer>,
+    outdated: &[String],
+) -> PodActions {
     let d = Desired {
         pod: p,
         sandbox_hash: "sb",
         container_hash: &hash,
+        outdated,
     };
     compute(&d, &ObservedPod::new(sandboxes, containers))
 }
@@ -181,6 +191,38 @@ fn changed_container_spec_replaces_only_that_container() {
     assert_eq!(started(&a), [("b", 2)]);
     assert_eq!(a.start[0].reason, StartReason::SpecChanged);
     assert!(!a.kill_pod);
+}
+
+#[test]
+fn a_container_whose_image_the_registry_replaced_is_replaced_as_a_spec_change() {
+    let p = pod(&[], &["a", "b"], RestartPolicy::Always);
+    let running = || {
+        vec![
+            ctr("c1", "a", State::Running, 0, 0, 2),
+            ctr("c2", "b", State::Running, 0, 1, 3),
+        ]
+    };
+    let a = run_outdated(
+        &p,
+        vec![sandbox("s1", true, 0, 1)],
+        running(),
+        &["c2".to_string()],
+    );
+    assert_eq!(
+        a.kill.iter().map(|k| k.id.as_str()).collect::<Vec<_>>(),
+        ["c2"]
+    );
+    assert_eq!(started(&a), [("b", 2)]);
+    assert_eq!(a.start[0].reason, StartReason::ImageChanged);
+    assert!(!a.kill_pod && a.create_sandbox.is_none());
+    // An id that no longer runs (already replaced) changes nothing.
+    let a = run_outdated(
+        &p,
+        vec![sandbox("s1", true, 0, 1)],
+        running(),
+        &["gone".to_string()],
+    );
+    assert!(a.kill.is_empty() && a.start.is_empty(), "{a:?}");
 }
 
 #[test]
