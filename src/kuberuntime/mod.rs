@@ -32,6 +32,7 @@ impl std::fmt::Display for SyncError {
 }
 
 impl std::error::Error for SyncError {}
+pub mod beneath;
 pub mod container;
 pub mod resources;
 pub mod status;
