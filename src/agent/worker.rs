@@ -22,7 +22,7 @@ use crate::kuberuntime::non_root::{self, ImageUser};
 use crate::kuberuntime::observed::{ObservedPod, ObservedSandbox};
 use crate::kuberuntime::sandbox::{log_directory, sandbox_config};
 use crate::kuberuntime::status::{pod_status, StatusInput, Waiting};
-use crate::kuberuntime::{termination, tmpfs, volumes, SyncError};
+use crate::kuberuntime::{pod_dir, termination, volumes, SyncError};
 use crate::model::time::now_rfc3339;
 use crate::model::{Container, Pod, PodStatus};
 use smol::channel::{Receiver, Sender};
@@ -625,16 +625,15 @@ impl Worker {
         if c.termination_message_path.is_empty() {
             return None;
         }
-        let dir =
-            termination::container_dir(&self.ctx.cfg.pods_dir, &self.pod.metadata.uid, &c.name);
-        match termination::create_file(&dir) {
+        let (pods_dir, uid) = (&self.ctx.cfg.pods_dir, &self.pod.metadata.uid);
+        match termination::create_file(pods_dir, uid, &c.name) {
             Ok(f) => Some(f),
             Err(e) => {
                 log::warn!(
                     "pod {}: container {}: cannot create its termination-message file in {}: {e}",
                     self.name(),
                     c.name,
-                    dir.display()
+                    termination::container_dir(pods_dir, uid, &c.name).display()
                 );
                 None
             }
@@ -773,16 +772,11 @@ impl Worker {
             log::warn!("pod {ns}/{name}: cannot remove status: {e}");
         }
         let dir = self.ctx.cfg.pods_dir.join(&uid);
-        match tmpfs::unmount_empty_dirs(&dir) {
+        match pod_dir::remove(&dir) {
             Ok(done) => done
                 .iter()
                 .for_each(|d| log::info!("pod {ns}/{name}: unmounted {}", d.display())),
-            Err(e) => log::warn!("pod {ns}/{name}: unmounting its memory emptyDirs: {e}"),
-        }
-        if dir.exists() {
-            if let Err(e) = std::fs::remove_dir_all(&dir) {
-                log::warn!("pod {ns}/{name}: cannot remove {}: {e}", dir.display());
-            }
+            Err(e) => log::warn!("pod {ns}/{name}: cannot remove {}: {e}", dir.display()),
         }
         log::info!("pod {ns}/{name}: deleted");
     }

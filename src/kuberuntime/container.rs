@@ -72,7 +72,7 @@ pub fn container_config(
     ctx: &ContainerContext,
 ) -> Result<pb::ContainerConfig, SyncError> {
     let env = container_env(pod, c, ctx.facts, ctx.objects)?;
-    let mounts = volumes::mounts(pod, c, ctx.pods_dir, ctx.allowed_host_paths)?;
+    let mounts = volumes::mounts(pod, c, ctx.pods_dir, ctx.allowed_host_paths, &env)?;
     Ok(pb::ContainerConfig {
         metadata: Some(pb::ContainerMetadata {
             name: c.name.clone(),

@@ -84,7 +84,7 @@ fn every_symlink_is_refused_wherever_it_points() {
     t.link("dev", "/dev/null");
     rustix::fs::mknodat(
         rustix::fs::CWD,
-        &t.root().join("fifo"),
+        t.root().join("fifo"),
         FileType::Fifo,
         Mode::from_raw_mode(0o644),
         0,
@@ -203,7 +203,7 @@ fn create_file_makes_or_opens_only_regular_files_beneath() {
     );
     rustix::fs::mknodat(
         rustix::fs::CWD,
-        &t.root().join("fifo"),
+        t.root().join("fifo"),
         FileType::Fifo,
         Mode::from_raw_mode(0o644),
         0,
