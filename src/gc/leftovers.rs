@@ -193,6 +193,49 @@ mod tests {
         std::fs::remove_dir_all(&root).unwrap();
     }
 
+    /// After an agent restart a deleted pod's subPath/hostPath binds and secret tmpfs
+    /// are still mounted: the sweep unmounts them, removes the pod directory, and what
+    /// a bind showed (here a host directory) is untouched.
+    /// Needs the right to mount (root, as the agent); skipped without it.
+    #[test]
+    fn unmounts_leftover_binds_and_secret_tmpfs_never_deleting_through_them() {
+        use crate::kuberuntime::{beneath, bind, tmpfs};
+        use std::os::fd::AsFd;
+        let root = std::env::temp_dir().join(format!("tinylet-leftbind-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let (pods, logs, host) = (root.join("pods"), root.join("logs"), root.join("host"));
+        std::fs::create_dir_all(&host).unwrap();
+        std::fs::write(host.join("keep"), b"host data").unwrap();
+        let secret = pods
+            .join("gone/volumes")
+            .join(tmpfs::SECRET_PLUGIN)
+            .join("s");
+        std::fs::create_dir_all(&secret).unwrap();
+        let src = beneath::open_dir(&host).unwrap();
+        let target = bind::Target {
+            pods_dir: &pods,
+            uid: "gone",
+            volume: "h",
+            container: "c",
+            index: 0,
+        };
+        match bind::bind(src.as_fd(), &target) {
+            Ok(_) => {}
+            Err(e) if e.raw_os_error() == Some(1) => {
+                eprintln!("skipped: cannot mount here ({e})");
+                std::fs::remove_dir_all(&root).unwrap();
+                return;
+            }
+            Err(e) => panic!("binding: {e}"),
+        }
+        tmpfs::ensure_secret(&secret, 1 << 20).unwrap();
+        let r = sweep(&pods, &logs, &HashSet::new(), &HashSet::new());
+        assert_eq!(r.removed, [pods.join("gone")], "{r:?}");
+        assert!(r.failed.is_empty(), "{r:?}");
+        assert_eq!(std::fs::read(host.join("keep")).unwrap(), b"host data");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
     #[test]
     fn removes_only_dirs_of_pods_neither_desired_nor_with_a_sandbox() {
         let root = std::env::temp_dir().join(format!("tinylet-leftovers-{}", std::process::id()));

@@ -15,11 +15,14 @@ pub fn mount_points() -> io::Result<Vec<PathBuf>> {
         .collect())
 }
 
-/// The first of `mounts` at or below `dir` (`/` has every mount below it).
+/// The first of `mounts` at or below `dir` (`/` has every mount below it). The mount
+/// table names resolved paths, so `dir` is resolved too (a `podsDir` reached through a
+/// symlink).
 pub fn mounted_below<'a>(dir: &Path, mounts: &'a [PathBuf]) -> Option<&'a PathBuf> {
+    let real = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
     mounts
         .iter()
-        .find(|m| m.starts_with(dir) || dir == Path::new("/"))
+        .find(|m| m.starts_with(dir) || m.starts_with(&real) || real == Path::new("/"))
 }
 
 /// Undoes mountinfo's `\NNN` octal escapes (space, tab, newline, backslash).
@@ -67,5 +70,11 @@ mod tests {
         );
         assert!(mounted_below(Path::new("/"), &mounts).is_some());
         assert!(mount_points().unwrap().iter().any(|m| m == Path::new("/")));
+        // Through a symlink to a mounted directory.
+        let link = std::env::temp_dir().join(format!("tinylet-mi-{}", std::process::id()));
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink("/proc", &link).unwrap();
+        assert_eq!(mounted_below(&link, &mounts), Some(&mounts[0]));
+        std::fs::remove_file(&link).unwrap();
     }
 }
