@@ -10,7 +10,7 @@
 //!
 //! [`open`] is one `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
 //! RESOLVE_NO_MAGICLINKS)` (Linux 5.6); where the kernel lacks it (ENOSYS, older OpenWrt
-//! kernels) it is [`walk`]: one `O_PATH | O_NOFOLLOW` open per component, each checked
+//! kernels; or a seccomp filter refuses it) it is [`walk`]: one `O_PATH | O_NOFOLLOW` open per component, each checked
 //! with fstat. `O_PATH` opens never block (not on a FIFO, not on a device) and never
 //! open the object for I/O. [`make_dirs`] and [`create_file`] create what is missing the
 //! same way, one component at a time, with the exact mode asked for (set through the
@@ -24,7 +24,9 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Component, Path};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Set once openat2 answered ENOSYS: the kernel has none, walk from then on.
+/// Set once openat2 answered ENOSYS (the kernel has none) or EPERM (a seccomp filter,
+/// e.g. systemd's `SystemCallFilter` of an older systemd that does not know it): walk
+/// from then on.
 static NO_OPENAT2: AtomicBool = AtomicBool::new(false);
 
 /// openat2 answers EAGAIN when a rename or mount raced with the lookup; tries this often.
@@ -61,7 +63,7 @@ pub fn open(root: BorrowedFd<'_>, rel: &Path) -> io::Result<OwnedFd> {
             match rustix::fs::openat2(root, rel, flags, Mode::empty(), resolve) {
                 Ok(fd) => return not_a_symlink(fd),
                 Err(Errno::AGAIN) => continue,
-                Err(Errno::NOSYS) => {
+                Err(Errno::NOSYS | Errno::PERM) => {
                     NO_OPENAT2.store(true, Ordering::Relaxed);
                     return walk(root, rel);
                 }
