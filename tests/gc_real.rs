@@ -115,8 +115,7 @@ async fn run_container(
             .unwrap()
             .parent()
             .unwrap();
-        let dir = termination::container_dir(&root.join("pods"), &meta.uid, name);
-        let file = termination::create_file(&dir).unwrap();
+        let file = termination::create_file(&root.join("pods"), &meta.uid, name).unwrap();
         mounts.push(termination::mount(&file, "/dev/termination-log"));
         annotations.insert(
             labels::CONTAINER_TERMINATION_MESSAGE_PATH.to_string(),
@@ -469,8 +468,8 @@ fn container_gc_keeps_the_newest_dead_and_cleans_deleted_pods() {
         let left_files = std::fs::read_dir(&term_dir).unwrap().count();
         assert_eq!(left_files, 1, "{}", term_dir.display());
         let newest = cri.runtime.container_status(&ids[3]).await.unwrap();
-        let file = termination::host_file(&newest).unwrap();
-        assert!(Path::new(file).exists(), "{file}");
+        let file = termination::agent_file(&newest, &cfg.pods_dir).unwrap();
+        assert!(file.exists(), "{}", file.display());
 
         // A second pass changes nothing.
         let r = tinylet::gc::container::pass(&cri.runtime, &cfg, &desired, SystemTime::now())

@@ -401,6 +401,54 @@ fn volumes_and_mounts() {
 }
 
 #[test]
+fn mounts_at_the_termination_message_path_and_sub_path_expr() {
+    let m = "spec.containers[0].volumeMounts";
+    let c = |mounts: Value, extra: Value, want: &[&str]| {
+        let mut ctr = json!({"name": "a", "image": "x", "volumeMounts": mounts});
+        if let (Some(o), Value::Object(e)) = (ctr.as_object_mut(), extra) {
+            o.extend(e);
+        }
+        pod(
+            json!({"spec": {"volumes": [{"name": "d", "emptyDir": {}}], "containers": [ctr]}}),
+            want,
+        )
+    };
+    // The default path, also spelled differently, and a custom one.
+    for at in [
+        "/dev/termination-log",
+        "/dev//termination-log/",
+        "/dev/./x/../termination-log",
+    ] {
+        c(
+            json!([{"name": "d", "mountPath": at, "subPath": "f"}]),
+            json!({}),
+            &[&format!("{m}[0].mountPath: must not be the container's terminationMessagePath \"/dev/termination-log\" (the agent mounts the termination-message file there)")],
+        );
+    }
+    c(
+        json!([{"name": "d", "mountPath": "/tmp/why"}]),
+        json!({"terminationMessagePath": "/tmp/why"}),
+        &[&format!("{m}[0].mountPath: must not be the container's terminationMessagePath \"/tmp/why\" (the agent mounts the termination-message file there)")],
+    );
+    // A volume at a parent directory is fine.
+    c(json!([{"name": "d", "mountPath": "/dev"}]), json!({}), &[]);
+    c(
+        json!([{"name": "d", "mountPath": "/a", "subPathExpr": "$(POD_NAME)/logs"}]),
+        json!({}),
+        &[],
+    );
+    c(
+        json!([{"name": "d", "mountPath": "/a", "subPathExpr": "../$(X)"}, {"name": "d", "mountPath": "/b", "subPathExpr": "/$(X)"}, {"name": "d", "mountPath": "/c", "subPath": "s", "subPathExpr": "e"}]),
+        json!({}),
+        &[
+            &format!("{m}[0].subPathExpr: must not contain '..', got \"../$(X)\""),
+            &format!("{m}[1].subPathExpr: must be a relative path, got \"/$(X)\""),
+            &format!("{m}[2].subPathExpr: subPathExpr and subPath are mutually exclusive"),
+        ],
+    );
+}
+
+#[test]
 fn resources() {
     let r = "spec.containers[0].resources";
     container(

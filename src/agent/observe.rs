@@ -62,7 +62,7 @@ pub async fn observe(ctx: &Context, uid: &str) -> Result<ObservedPod, CriError> 
                 let mut o = ObservedContainer::from(&st);
                 o.sandbox_id = c.pod_sandbox_id.clone();
                 if o.state == State::Exited {
-                    o.message = termination::message(&st);
+                    o.message = termination::message(&st, &ctx.cfg.pods_dir);
                 }
                 containers.push(o);
             }
@@ -131,7 +131,7 @@ async fn started_containers(
         let mut o = ObservedContainer::from(&st);
         o.sandbox_id = sandbox_id.clone();
         if o.state == State::Exited {
-            o.message = termination::message(&st);
+            o.message = termination::message(&st, &ctx.cfg.pods_dir);
         }
         out.push(o);
     }

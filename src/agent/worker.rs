@@ -26,7 +26,7 @@ use crate::kuberuntime::observed::{ObservedPod, ObservedSandbox, State};
 use crate::kuberuntime::sandbox::{log_directory, sandbox_config};
 use crate::kuberuntime::security::SeccompPolicy;
 use crate::kuberuntime::status::{pod_status, StatusInput, Waiting};
-use crate::kuberuntime::{termination, tmpfs, volumes, SyncError};
+use crate::kuberuntime::{pod_dir, termination, volumes, SyncError};
 use crate::model::container::PullPolicy;
 use crate::model::time::now_rfc3339;
 use crate::model::{Container, Pod, PodStatus};
@@ -671,16 +671,15 @@ impl Worker {
         if c.termination_message_path.is_empty() {
             return None;
         }
-        let dir =
-            termination::container_dir(&self.ctx.cfg.pods_dir, &self.pod.metadata.uid, &c.name);
-        match termination::create_file(&dir) {
+        let (pods_dir, uid) = (&self.ctx.cfg.pods_dir, &self.pod.metadata.uid);
+        match termination::create_file(pods_dir, uid, &c.name) {
             Ok(f) => Some(f),
             Err(e) => {
                 log::warn!(
                     "pod {}: container {}: cannot create its termination-message file in {}: {e}",
                     self.name(),
                     c.name,
-                    dir.display()
+                    termination::container_dir(pods_dir, uid, &c.name).display()
                 );
                 None
             }
@@ -906,16 +905,11 @@ impl Worker {
             log::warn!("pod {ns}/{name}: cannot remove status: {e}");
         }
         let dir = self.ctx.cfg.pods_dir.join(&uid);
-        match tmpfs::unmount_empty_dirs(&dir) {
+        match pod_dir::remove(&dir) {
             Ok(done) => done
                 .iter()
                 .for_each(|d| log::info!("pod {ns}/{name}: unmounted {}", d.display())),
-            Err(e) => log::warn!("pod {ns}/{name}: unmounting its memory emptyDirs: {e}"),
-        }
-        if dir.exists() {
-            if let Err(e) = std::fs::remove_dir_all(&dir) {
-                log::warn!("pod {ns}/{name}: cannot remove {}: {e}", dir.display());
-            }
+            Err(e) => log::warn!("pod {ns}/{name}: cannot remove {}: {e}", dir.display()),
         }
         log::info!("pod {ns}/{name}: deleted");
     }

@@ -13,7 +13,7 @@ use crate::config::Config;
 use crate::cri::{pb, CriError, RuntimeClient};
 use crate::kuberuntime::termination;
 use std::collections::HashSet;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// What one pass did.
@@ -136,16 +136,13 @@ async fn remove_container(
     }
 }
 
-/// Removes the container's termination-message file (only one under `pods_dir`: a
-/// mount of something else at that path is not ours).
+/// Removes the container's termination-message file (only the agent's own: a mount of
+/// something else at that path is not ours).
 fn remove_termination_file(st: &pb::ContainerStatus, pods_dir: &Path) -> Result<(), String> {
-    let Some(file) = termination::host_file(st).map(Path::new) else {
+    let Some(file) = termination::agent_file(st, pods_dir) else {
         return Ok(());
     };
-    if !file.starts_with(pods_dir) || file.components().any(|c| c == Component::ParentDir) {
-        return Ok(());
-    }
-    match std::fs::remove_file(file) {
+    match std::fs::remove_file(&file) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(format!(
             "removing its termination-message file {}: {e}",
             file.display()

@@ -2,11 +2,14 @@
 //! projected configMap/secret files) and log directories `podLogsDir/NS_NAME_UID/`.
 //!
 //! A directory is a leftover only when no desired pod has its UID and no sandbox of ours
-//! exists for it (a pod being torn down keeps its data until its sandbox is gone). A
-//! pod directory's own memory emptyDirs (tmpfs the agent mounted, left mounted when it
-//! restarted) are unmounted first; a directory with anything else mounted at or below
-//! it is never removed: deleting through a mount could reach data that is not ours.
+//! exists for it (a pod being torn down keeps its data until its sandbox is gone). What
+//! the agent mounted in a pod directory (subPath/hostPath binds, memory emptyDir and
+//! secret tmpfs, left mounted when it restarted) is unmounted first; a directory with
+//! anything else mounted at or below it is never removed: deleting through a mount
+//! could reach data that is not ours.
 
+use crate::kuberuntime::mountinfo::{self, mount_points};
+use crate::kuberuntime::pod_dir;
 use std::collections::HashSet;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -63,13 +66,16 @@ pub fn sweep(
     if victims.is_empty() {
         return report;
     }
-    // Our own tmpfs emptyDirs (still mounted after an agent restart) go first.
+    // Our own mounts (still there after an agent restart) go first.
     for dir in victims.iter().filter(|d| d.starts_with(pods_dir)) {
-        match crate::kuberuntime::tmpfs::unmount_empty_dirs(dir) {
+        match pod_dir::unmount_all(dir) {
             Ok(done) => done
                 .iter()
-                .for_each(|d| log::info!("unmounted leftover memory emptyDir {}", d.display())),
-            Err(e) => log::warn!("unmounting memory emptyDirs of {}: {e}", dir.display()),
+                .for_each(|d| log::info!("unmounted leftover {}", d.display())),
+            Err(e) => log::warn!(
+                "unmounting what the agent mounted in {}: {e}",
+                dir.display()
+            ),
         }
     }
     let mounts = mount_points().unwrap_or_else(|e| {
@@ -77,10 +83,7 @@ pub fn sweep(
         vec![PathBuf::from("/")]
     });
     for dir in victims {
-        if let Some(m) = mounts
-            .iter()
-            .find(|m| m.starts_with(&dir) || dir == Path::new("/"))
-        {
+        if let Some(m) = mountinfo::mounted_below(&dir, &mounts) {
             report
                 .failed
                 .push((dir, format!("{} is mounted inside it", m.display())));
@@ -148,40 +151,6 @@ fn dir_size(dir: &Path) -> u64 {
     total
 }
 
-/// Every mount point of this mount namespace (field 5 of `/proc/self/mountinfo`).
-fn mount_points() -> io::Result<Vec<PathBuf>> {
-    let text = std::fs::read_to_string("/proc/self/mountinfo")?;
-    Ok(text
-        .lines()
-        .filter_map(|l| l.split(' ').nth(4))
-        .map(|p| PathBuf::from(unescape_octal(p)))
-        .collect())
-}
-
-/// Undoes mountinfo's `\NNN` octal escapes (space, tab, newline, backslash).
-fn unescape_octal(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while let Some(&c) = b.get(i) {
-        let code = b
-            .get(i + 1..i + 4)
-            .filter(|d| c == b'\\' && d.iter().all(|x| (b'0'..=b'7').contains(x)))
-            .map(|d| d.iter().fold(0u32, |n, x| n * 8 + u32::from(x - b'0')));
-        match code.and_then(|n| u8::try_from(n).ok()) {
-            Some(byte) => {
-                out.push(byte);
-                i += 4;
-            }
-            None => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,12 +164,6 @@ mod tests {
         assert_eq!(log_dir_uid("nouid_"), None);
         assert_eq!(log_dir_uid("_web_uid"), None);
         assert_eq!(log_dir_uid("plain"), None);
-    }
-
-    #[test]
-    fn octal_escapes() {
-        assert_eq!(unescape_octal(r"/a\040b\\c"), r"/a b\\c");
-        assert_eq!(unescape_octal(r"/x\134y\0"), r"/x\y\0");
     }
 
     /// After an agent restart a deleted pod's memory emptyDir is still mounted: the sweep
@@ -233,6 +196,49 @@ mod tests {
         assert_eq!(r.failed.len(), 1, "{r:?}");
         assert!(other.exists(), "a directory with a foreign mount stays");
         rustix::mount::unmount(&other, rustix::mount::UnmountFlags::empty()).unwrap();
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// After an agent restart a deleted pod's subPath/hostPath binds and secret tmpfs
+    /// are still mounted: the sweep unmounts them, removes the pod directory, and what
+    /// a bind showed (here a host directory) is untouched.
+    /// Needs the right to mount (root, as the agent); skipped without it.
+    #[test]
+    fn unmounts_leftover_binds_and_secret_tmpfs_never_deleting_through_them() {
+        use crate::kuberuntime::{beneath, bind, tmpfs};
+        use std::os::fd::AsFd;
+        let root = std::env::temp_dir().join(format!("tinylet-leftbind-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let (pods, logs, host) = (root.join("pods"), root.join("logs"), root.join("host"));
+        std::fs::create_dir_all(&host).unwrap();
+        std::fs::write(host.join("keep"), b"host data").unwrap();
+        let secret = pods
+            .join("gone/volumes")
+            .join(tmpfs::SECRET_PLUGIN)
+            .join("s");
+        std::fs::create_dir_all(&secret).unwrap();
+        let src = beneath::open_dir(&host).unwrap();
+        let target = bind::Target {
+            pods_dir: &pods,
+            uid: "gone",
+            volume: "h",
+            container: "c",
+            index: 0,
+        };
+        match bind::bind(src.as_fd(), &target) {
+            Ok(_) => {}
+            Err(e) if e.raw_os_error() == Some(1) => {
+                eprintln!("skipped: cannot mount here ({e})");
+                std::fs::remove_dir_all(&root).unwrap();
+                return;
+            }
+            Err(e) => panic!("binding: {e}"),
+        }
+        tmpfs::ensure_secret(&secret, 1 << 20).unwrap();
+        let r = sweep(&pods, &logs, &HashSet::new(), &HashSet::new());
+        assert_eq!(r.removed, [pods.join("gone")], "{r:?}");
+        assert!(r.failed.is_empty(), "{r:?}");
+        assert_eq!(std::fs::read(host.join("keep")).unwrap(), b"host data");
         std::fs::remove_dir_all(&root).unwrap();
     }
 

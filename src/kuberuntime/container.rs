@@ -77,7 +77,7 @@ pub fn container_config(
     let mut env = container_env(pod, c, ctx.facts, ctx.objects)?;
     let command = expand_all(&mut env, "command", &c.command)?;
     let args = expand_all(&mut env, "args", &c.args)?;
-    let mounts = volumes::mounts(pod, c, ctx.pods_dir, ctx.allowed_host_paths)?;
+    let mounts = volumes::mounts(pod, c, ctx.pods_dir, ctx.allowed_host_paths, &mut env)?;
     Ok(pb::ContainerConfig {
         metadata: Some(pb::ContainerMetadata {
             name: c.name.clone(),

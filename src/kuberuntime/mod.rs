@@ -34,7 +34,11 @@ impl std::fmt::Display for SyncError {
 }
 
 impl std::error::Error for SyncError {}
+pub mod beneath;
+pub mod bind;
 pub mod container;
+pub mod mountinfo;
+pub mod pod_dir;
 pub mod resources;
 pub mod status;
 pub mod termination;

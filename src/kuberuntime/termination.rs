@@ -9,17 +9,24 @@
 //! last 80 lines of the container's log instead, at most their last 2048 bytes.
 //!
 //! The host file is found again through the container's mounts in ContainerStatus, so
-//! nothing about it is kept in the agent. Container GC removes a container's file with
-//! the container; pod removal removes the whole `podsDir/UID`.
+//! nothing about it is kept in the agent; only a file that the agent made is ever read
+//! ([`agent_file`]: the mount's host path must be `podsDir/UID/containers/NAME/` plus 8
+//! hex digits, for the container's own uid and name), never a volume a pod mounted at
+//! that path (validation refuses such a mount anyway). Pods are hostile: the file is
+//! opened `O_NOFOLLOW | O_NONBLOCK` and read only when fstat says it is a regular file,
+//! so neither a symlink to a host file nor a FIFO (which would block the agent's only
+//! thread) can be read. Container GC removes a container's file with the container;
+//! pod removal removes the whole `podsDir/UID`.
 
-use super::labels;
+use super::{beneath, labels};
 use crate::cri::pb;
 use crate::logs::join::Joiner;
 use crate::logs::line;
 use crate::model::container::TerminationMessagePolicy;
+use rustix::fs::{Mode, OFlags};
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
-use std::os::unix::fs::PermissionsExt;
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 
 /// Most bytes of the termination-message file read (kubelet's limit).
@@ -37,17 +44,17 @@ pub fn container_dir(pods_dir: &Path, uid: &str, name: &str) -> PathBuf {
     pods_dir.join(uid).join("containers").join(name)
 }
 
-/// Creates a fresh empty message file (mode 0666) in `dir`, named by 8 random hex
-/// digits as kubelet names it, and returns its path.
-pub fn create_file(dir: &Path) -> io::Result<PathBuf> {
-    std::fs::create_dir_all(dir)?;
+/// Creates a fresh empty message file (mode 0666, whatever the umask) in the
+/// container's directory, named by 8 random hex digits as kubelet names it, and returns
+/// its path. The directories on the way are made 0755.
+pub fn create_file(pods_dir: &Path, uid: &str, name: &str) -> io::Result<PathBuf> {
+    let pod = super::pod_dir::open(pods_dir, uid)?;
+    let dir = beneath::make_dirs(pod.as_fd(), &Path::new("containers").join(name), 0o755)?;
     let mut bytes = [0u8; 4];
     rustix::rand::getrandom(&mut bytes, rustix::rand::GetRandomFlags::empty())?;
-    let path = dir.join(format!("{:08x}", u32::from_ne_bytes(bytes)));
-    let f = File::create(&path)?;
-    // Set explicitly: the umask would otherwise take the write bits away.
-    f.set_permissions(std::fs::Permissions::from_mode(0o666))?;
-    Ok(path)
+    let file = format!("{:08x}", u32::from_ne_bytes(bytes));
+    beneath::create_file(dir.as_fd(), Path::new(&file), 0o666)?;
+    Ok(container_dir(pods_dir, uid, name).join(file))
 }
 
 /// The CRI mount of `host` at the container's `terminationMessagePath`.
@@ -71,30 +78,42 @@ pub fn policy_of(st: &pb::ContainerStatus) -> TerminationMessagePolicy {
     }
 }
 
-/// The host file mounted at the container's termination-message path, if any.
-pub fn host_file(st: &pb::ContainerStatus) -> Option<&str> {
+/// The agent's message file of the container, if it has one: the host side of its
+/// mount at the termination-message path, when that is a file the agent made for this
+/// container (`podsDir/UID/containers/NAME/XXXXXXXX`).
+pub fn agent_file(st: &pb::ContainerStatus, pods_dir: &Path) -> Option<PathBuf> {
     let path = st
         .annotations
         .get(labels::CONTAINER_TERMINATION_MESSAGE_PATH)?;
-    if path.is_empty() {
+    let uid = st.labels.get(labels::POD_UID)?;
+    let name = &st.metadata.as_ref()?.name;
+    if path.is_empty() || uid.is_empty() || name.is_empty() {
         return None;
     }
+    let dir = container_dir(pods_dir, uid, name);
     st.mounts
         .iter()
-        .find(|m| &m.container_path == path)
-        .map(|m| m.host_path.as_str())
+        .filter(|m| &m.container_path == path)
+        .map(|m| Path::new(&m.host_path))
+        .find(|host| {
+            let file = host.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            host.parent() == Some(dir.as_path())
+                && file.len() == 8
+                && file.bytes().all(|b| b.is_ascii_hexdigit())
+        })
+        .map(Path::to_path_buf)
 }
 
 /// The message of an exited container: the runtime's message, then the file's (or the
 /// log's) text after `": "`. Reading never fails the status: an unreadable file gives
 /// kubelet's "Error on reading termination log ..." text instead.
-pub fn message(st: &pb::ContainerStatus) -> String {
+pub fn message(st: &pb::ContainerStatus, pods_dir: &Path) -> String {
     let fallback = policy_of(st) == TerminationMessagePolicy::FallbackToLogsOnError
         && st.exit_code != 0
         && st.reason != "ContainerCannotRun";
-    let (mut text, check_logs) = match host_file(st) {
+    let (mut text, check_logs) = match agent_file(st, pods_dir) {
         None => (String::new(), fallback),
-        Some(path) => match read_tail(Path::new(path), MAX_MESSAGE_BYTES) {
+        Some(path) => match read_tail(&path, MAX_MESSAGE_BYTES) {
             Ok(data) => {
                 let empty = data.is_empty();
                 (
@@ -104,7 +123,7 @@ pub fn message(st: &pb::ContainerStatus) -> String {
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => (String::new(), fallback),
             Err(e) => (
-                format!("Error on reading termination log {path}: {e}"),
+                format!("Error on reading termination log {}: {e}", path.display()),
                 false,
             ),
         },
@@ -122,9 +141,15 @@ pub fn message(st: &pb::ContainerStatus) -> String {
     }
 }
 
-/// The last `max` bytes of a file.
+/// The last `max` bytes of a regular file, opened without following a symlink and
+/// without blocking (a FIFO or device is refused before any read).
 fn read_tail(path: &Path, max: u64) -> io::Result<Vec<u8>> {
-    let mut f = File::open(path)?;
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let fd = rustix::fs::open(path, flags, Mode::empty())?;
+    if beneath::file_type(fd.as_fd())? != rustix::fs::FileType::RegularFile {
+        return Err(io::Error::other("not a regular file"));
+    }
+    let mut f = File::from(fd);
     let len = f.metadata()?.len();
     let start = len.saturating_sub(max);
     f.seek(SeekFrom::Start(start))?;

@@ -1,12 +1,19 @@
-//! tmpfs for `emptyDir.medium: Memory`, as kubelet's empty-dir plugin does it: the
-//! volume directory `podsDir/UID/volumes/kubernetes.io~empty-dir/NAME` gets a tmpfs
-//! mounted on it (in the agent's mount namespace, which containerd shares: the
-//! container's bind mount of the directory then sees the tmpfs) before any container of
-//! the pod starts. `sizeLimit` becomes the `size=` option; without it the kernel's
-//! default applies (half of RAM). `nosuid,nodev` are added: a scratch volume needs
-//! neither. Nothing is written to flash. Pod removal, and the leftovers sweep after an
-//! agent restart, unmount it before the directory goes; after a reboot it is simply
-//! gone and the next sync mounts a fresh one.
+//! tmpfs mounts on volume directories, as kubelet's empty-dir plugin makes them, in the
+//! agent's mount namespace (which containerd shares: the container's bind mount of the
+//! directory then sees the tmpfs), before any container of the pod starts. Nothing on
+//! them is written to flash. Pod removal, and the leftovers sweep after an agent
+//! restart, unmount them before the directory goes; after a reboot they are simply gone
+//! and the next sync mounts fresh ones.
+//!
+//! - `emptyDir.medium: Memory` (`podsDir/UID/volumes/kubernetes.io~empty-dir/NAME`):
+//!   `sizeLimit` becomes the `size=` option; without it the kernel's default applies
+//!   (half of RAM). `nosuid,nodev`: a scratch volume needs neither.
+//! - secret volumes (`.../kubernetes.io~secret/NAME`), so secret data never rests on
+//!   flash: `nosuid,nodev,noexec`, `mode=0700`, and a size from [`secret_size`]: twice
+//!   the page-rounded bytes of the volume's files (an update writes each new file beside
+//!   the old one before renaming it over) plus 64 KiB, grown by a remount when an
+//!   updated secret needs more. The data itself is bounded already (a manifest is at
+//!   most 1 MiB); the size only keeps the mount from holding more than that.
 
 use rustix::mount::{MountFlags, UnmountFlags};
 use std::ffi::CString;
@@ -16,6 +23,13 @@ use std::path::Path;
 
 /// The emptyDir plugin's directory under a pod's directory.
 pub const EMPTY_DIR_PLUGIN: &str = "kubernetes.io~empty-dir";
+/// The secret plugin's directory under a pod's directory.
+pub const SECRET_PLUGIN: &str = "kubernetes.io~secret";
+
+/// tmpfs accounts file data in whole pages.
+const PAGE: u64 = 4096;
+/// Room for the directories of a secret volume and a small margin.
+const SECRET_SLACK: u64 = 64 * 1024;
 
 /// The mount options for a size limit in bytes (none or 0: the kernel's default).
 pub fn options(size_limit: Option<i64>) -> String {
@@ -37,38 +51,69 @@ pub fn ensure(dir: &Path, size_limit: Option<i64>) -> io::Result<bool> {
     if is_mount_point(dir)? {
         return Ok(false);
     }
-    let data = CString::new(options(size_limit)).map_err(io::Error::other)?;
-    rustix::mount::mount(
-        "tmpfs",
+    mount(
         dir,
-        "tmpfs",
         MountFlags::NOSUID | MountFlags::NODEV,
-        Some(data.as_c_str()),
+        &options(size_limit),
     )?;
     Ok(true)
 }
 
-/// Unmounts every mount on an emptyDir volume directory of the pod directory `pod_dir`
-/// (`pod_dir/volumes/kubernetes.io~empty-dir/*`); a busy one is detached (the kernel
-/// frees it when its last user goes). Returns the directories unmounted.
-pub fn unmount_empty_dirs(pod_dir: &Path) -> io::Result<Vec<std::path::PathBuf>> {
-    let root = pod_dir.join("volumes").join(EMPTY_DIR_PLUGIN);
-    let entries = match std::fs::read_dir(&root) {
-        Ok(e) => e,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e),
-    };
+/// The tmpfs size of a secret volume holding files of these sizes (see the module doc).
+pub fn secret_size(file_sizes: impl Iterator<Item = usize>) -> u64 {
+    let pages: u64 = file_sizes.map(|n| (n as u64).div_ceil(PAGE) * PAGE).sum();
+    2 * pages + SECRET_SLACK
+}
+
+/// Mounts the secret volume's tmpfs of `size` bytes on `dir` (an empty directory)
+/// unless one is there; a mounted one smaller than `size` is grown by a remount.
+/// True when it mounted one.
+pub fn ensure_secret(dir: &Path, size: u64) -> io::Result<bool> {
+    let flags = MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC;
+    if !is_mount_point(dir)? {
+        mount(dir, flags, &format!("size={size},mode=700"))?;
+        return Ok(true);
+    }
+    let st = rustix::fs::statvfs(dir)?;
+    if st.f_blocks.saturating_mul(st.f_frsize) < size {
+        let data = CString::new(format!("size={size}")).map_err(io::Error::other)?;
+        rustix::mount::mount_remount(dir, flags, data.as_c_str())?;
+    }
+    Ok(false)
+}
+
+fn mount(dir: &Path, flags: MountFlags, options: &str) -> io::Result<()> {
+    let data = CString::new(options).map_err(io::Error::other)?;
+    rustix::mount::mount("tmpfs", dir, "tmpfs", flags, Some(data.as_c_str()))?;
+    Ok(())
+}
+
+/// Unmounts every mount on a memory emptyDir or secret volume directory of the pod
+/// directory `pod_dir` (`pod_dir/volumes/{EMPTY_DIR_PLUGIN,SECRET_PLUGIN}/*`); a busy one
+/// is detached (the kernel frees it when its last user goes). Returns the directories
+/// unmounted.
+pub fn unmount_volumes(pod_dir: &Path) -> io::Result<Vec<std::path::PathBuf>> {
     let mut done = Vec::new();
-    for entry in entries {
-        let dir = entry?.path();
-        if !is_mount_point(&dir)? {
-            continue;
+    for plugin in [EMPTY_DIR_PLUGIN, SECRET_PLUGIN] {
+        let root = pod_dir.join("volumes").join(plugin);
+        let entries = match std::fs::read_dir(&root) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        for entry in entries {
+            let dir = entry?.path();
+            if !is_mount_point(&dir)? {
+                continue;
+            }
+            match rustix::mount::unmount(&dir, UnmountFlags::NOFOLLOW) {
+                Err(rustix::io::Errno::BUSY) => {
+                    rustix::mount::unmount(&dir, UnmountFlags::DETACH | UnmountFlags::NOFOLLOW)?
+                }
+                r => r?,
+            }
+            done.push(dir);
         }
-        match rustix::mount::unmount(&dir, UnmountFlags::empty()) {
-            Err(rustix::io::Errno::BUSY) => rustix::mount::unmount(&dir, UnmountFlags::DETACH)?,
-            r => r?,
-        }
-        done.push(dir);
     }
     Ok(done)
 }
@@ -103,8 +148,54 @@ mod tests {
         assert!(!ensure(&vol, Some(2 << 20)).unwrap(), "already mounted");
         let st = rustix::fs::statvfs(&vol).unwrap();
         assert_eq!(st.f_blocks * st.f_frsize, 2 << 20);
-        assert_eq!(unmount_empty_dirs(&d).unwrap(), std::slice::from_ref(&vol));
+        assert_eq!(unmount_volumes(&d).unwrap(), std::slice::from_ref(&vol));
         assert!(!is_mount_point(&vol).unwrap());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn secret_size_counts_whole_pages_twice() {
+        assert_eq!(secret_size([].into_iter()), 64 * 1024);
+        assert_eq!(
+            secret_size([1, 4096, 4097].into_iter()),
+            2 * 4 * 4096 + 64 * 1024
+        );
+    }
+
+    /// Needs the right to mount (root, as the agent); skipped without it.
+    #[test]
+    fn secret_tmpfs_is_private_noexec_sized_and_grows() {
+        let d = std::env::temp_dir().join(format!("tinylet-tmpfs-s-{}", std::process::id()));
+        let vol = d.join("volumes").join(SECRET_PLUGIN).join("s");
+        std::fs::create_dir_all(&vol).unwrap();
+        match ensure_secret(&vol, 128 * 1024) {
+            Ok(true) => {}
+            Err(e) if e.raw_os_error() == Some(1) => {
+                eprintln!("skipped: cannot mount here ({e})");
+                std::fs::remove_dir_all(&d).unwrap();
+                return;
+            }
+            r => panic!("mounting: {r:?}"),
+        }
+        let st = rustix::fs::statvfs(&vol).unwrap();
+        assert_eq!(st.f_blocks * st.f_frsize, 128 * 1024);
+        let flags = st.f_flag;
+        use rustix::fs::StatVfsMountFlags as F;
+        assert!(
+            flags.contains(F::NOSUID | F::NODEV | F::NOEXEC),
+            "{flags:?}"
+        );
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&vol).unwrap().permissions().mode();
+        assert_eq!(mode & 0o7777, 0o700);
+        std::fs::write(vol.join("k"), b"v").unwrap();
+        assert!(!ensure_secret(&vol, 64 * 1024).unwrap(), "never shrunk");
+        assert!(!ensure_secret(&vol, 256 * 1024).unwrap());
+        let st = rustix::fs::statvfs(&vol).unwrap();
+        assert_eq!(st.f_blocks * st.f_frsize, 256 * 1024, "grown");
+        assert_eq!(std::fs::read(vol.join("k")).unwrap(), b"v", "content kept");
+        assert_eq!(unmount_volumes(&d).unwrap(), std::slice::from_ref(&vol));
+        assert!(!vol.join("k").exists());
         std::fs::remove_dir_all(&d).unwrap();
     }
 
@@ -114,10 +205,10 @@ mod tests {
         std::fs::create_dir_all(d.join("volumes").join(EMPTY_DIR_PLUGIN).join("v")).unwrap();
         assert!(!is_mount_point(&d).unwrap());
         assert_eq!(
-            unmount_empty_dirs(&d).unwrap(),
+            unmount_volumes(&d).unwrap(),
             Vec::<std::path::PathBuf>::new()
         );
-        assert!(unmount_empty_dirs(&d.join("missing")).unwrap().is_empty());
+        assert!(unmount_volumes(&d.join("missing")).unwrap().is_empty());
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -1,26 +1,42 @@
 //! Pod volumes on the host and the container mounts that use them.
 //!
-//! - emptyDir: a directory `podsDir/UID/volumes/kubernetes.io~empty-dir/NAME`, living as
-//!   long as the pod (container GC removes it with the pod). `medium: Memory` mounts a
-//!   tmpfs on it (see [`super::tmpfs`]; `sizeLimit` is its size). `sizeLimit` on a disk
-//!   emptyDir is not enforced (kubelet evicts the pod; documented in the README).
-//! - hostPath: allowed only at or below a prefix in `allowedHostPaths`; the path is
-//!   normalised and, when it exists, resolved through symlinks before the check, so
-//!   `..` or a symlink cannot escape the prefix. `type` is checked (or created) as
-//!   Kubernetes does.
+//! Pods are hostile: any path a pod can write is resolved with [`super::beneath`] (no
+//! symlink followed, never leaving its root) and what containerd gets is a bind of the
+//! very object that was checked ([`super::bind`]), so a symlink planted in a volume, or
+//! a component swapped between the check and the mount, cannot lead outside.
+//!
+//! - emptyDir: a directory `podsDir/UID/volumes/kubernetes.io~empty-dir/NAME` (parents
+//!   0755, the volume 0777 as kubelet makes it, whatever the umask), living as long as
+//!   the pod. `medium: Memory` mounts a tmpfs on it (see [`super::tmpfs`]; `sizeLimit`
+//!   is its size). `sizeLimit` on a disk emptyDir is not enforced (kubelet evicts the
+//!   pod; documented in the README).
+//! - hostPath: allowed only at or below a prefix in `allowedHostPaths`. The prefix is
+//!   the admin's (symlinks in it are followed); the rest of the path, after lexical
+//!   normalisation, is opened beneath it with no symlink followed, created there for
+//!   the `...OrCreate` types (and for an unset type, as containerd would), its `type`
+//!   checked on the opened object, and that object bound for containerd.
 //! - configMap / secret: keys projected to files under
 //!   `podsDir/UID/volumes/kubernetes.io~{configmap,secret}/NAME`, each file rewritten
 //!   (atomically) only when its content changed, keys no longer present removed. The
 //!   worker calls [`prepare`] on every sync, so an updated object reaches running
-//!   containers' files, and a steady state writes nothing to flash.
+//!   containers' files, and a steady state writes nothing to flash. A secret volume is
+//!   a tmpfs (mounted before its files are written), so secret data never rests on
+//!   flash.
+//! - subPath / subPathExpr (`$(VAR)` expanded from the container's env): resolved
+//!   beneath the volume (missing directories made 0755), then bound.
 
+use super::beneath;
+use super::bind::{self, Target};
 use super::env::Objects;
+use super::expand::Env;
 use super::{tmpfs, SyncError};
 use crate::cri::pb;
 use crate::model::container::VolumeMount;
 use crate::model::pod::{HostPathType, KeyToPath, StorageMedium, Volume};
 use crate::model::{Container, Pod};
 use crate::store::atomic;
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
 
 const DEFAULT_MODE: u32 = 0o644;
@@ -62,8 +78,8 @@ fn prepare_one(
         )
     };
     if let Some(ed) = &v.empty_dir {
-        let dir = volume_dir(pods_dir, pod, "empty-dir", &v.name);
-        atomic::ensure_dir(&dir, 0o777, false).map_err(|e| io_err("cannot create emptyDir", e))?;
+        let dir = make_volume_dir(pods_dir, pod, "empty-dir", &v.name, 0o777)
+            .map_err(|e| io_err("cannot create emptyDir", e))?;
         if ed.medium == StorageMedium::Memory {
             let size = ed.size_limit.as_ref().map(|q| q.value());
             if tmpfs::ensure(&dir, size)
@@ -121,13 +137,55 @@ fn prepare_one(
             format!("volume {:?} has no supported source", v.name),
         ));
     };
-    let dir = volume_dir(pods_dir, pod, plugin, &v.name);
     let files = project(
         &entries,
         items,
         mode.map_or(DEFAULT_MODE, |m| (m & 0o777) as u32),
     )?;
+    let dir = make_volume_dir(pods_dir, pod, plugin, &v.name, dir_mode)
+        .map_err(|e| io_err("cannot create its directory", e))?;
+    if plugin == "secret" {
+        secret_tmpfs(&dir, &files).map_err(|e| io_err("cannot mount a tmpfs for it", e))?;
+    }
     sync_files(&dir, dir_mode, &files).map_err(|e| io_err("cannot write projected files", e))
+}
+
+/// Makes `podsDir/UID/volumes/kubernetes.io~PLUGIN/NAME`: the parents 0755, the volume
+/// directory `mode` when it is made here (both exactly, whatever the umask: with umask
+/// 0 a recursive builder would leave world-writable directories the agent later walks).
+fn make_volume_dir(
+    pods_dir: &Path,
+    pod: &Pod,
+    plugin: &str,
+    name: &str,
+    mode: u32,
+) -> io::Result<PathBuf> {
+    let root = super::pod_dir::open(pods_dir, &pod.metadata.uid)?;
+    let rel = Path::new("volumes").join(format!("kubernetes.io~{plugin}"));
+    let parent = beneath::make_dirs(root.as_fd(), &rel, 0o755)?;
+    beneath::make_dir(parent.as_fd(), name.as_ref(), mode)?;
+    Ok(volume_dir(pods_dir, pod, plugin, name))
+}
+
+/// Mounts (or grows) the secret volume's tmpfs for `files`. Before the first mount,
+/// files an older agent wrote to the directory on flash are removed (the tmpfs would
+/// only hide them).
+fn secret_tmpfs(dir: &Path, files: &[Projected]) -> io::Result<()> {
+    if !tmpfs::is_mount_point(dir)? {
+        for entry in std::fs::read_dir(dir)? {
+            let entry = entry?;
+            if entry.file_type()?.is_dir() {
+                std::fs::remove_dir_all(entry.path())?;
+            } else {
+                std::fs::remove_file(entry.path())?;
+            }
+        }
+    }
+    let size = tmpfs::secret_size(files.iter().map(|(_, data, _)| data.len()));
+    if tmpfs::ensure_secret(dir, size)? {
+        log::info!("mounted a tmpfs on {} (size={size})", dir.display());
+    }
+    Ok(())
 }
 
 /// A projected file: path relative to the volume, content, mode.
@@ -227,27 +285,27 @@ fn normalise(p: &Path) -> PathBuf {
     out
 }
 
-/// Checks a hostPath against the allowed prefixes and its `type`, creating it for the
-/// `...OrCreate` types. Returns the path to mount.
+/// Opens a hostPath (checked against the allowed prefixes, resolved beneath one with
+/// no symlink followed, created for the `...OrCreate` types and an unset type, its
+/// `type` checked): the fd of what is to be mounted.
 pub fn host_path(
     path: &str,
     kind: HostPathType,
     allowed: &[PathBuf],
-) -> Result<PathBuf, SyncError> {
+) -> Result<OwnedFd, SyncError> {
     let refuse =
         |why: String| SyncError::new("HostPathNotAllowed", format!("hostPath {path:?}: {why}"));
+    let config_error = |why: String| {
+        SyncError::new(
+            "CreateContainerConfigError",
+            format!("hostPath {path:?}: {why}"),
+        )
+    };
     let p = Path::new(path);
     if !p.is_absolute() {
         return Err(refuse("must be an absolute path".into()));
     }
-    let lexical = normalise(p);
-    let real = std::fs::canonicalize(&lexical).unwrap_or_else(|_| lexical.clone());
-    let under = |cand: &Path| {
-        allowed
-            .iter()
-            .any(|a| cand.starts_with(std::fs::canonicalize(a).unwrap_or_else(|_| normalise(a))))
-    };
-    if !under(&lexical) || !under(&real) {
+    let Some((prefix, rest)) = below_allowed(&normalise(p), allowed) else {
         let list: Vec<String> = allowed.iter().map(|a| a.display().to_string()).collect();
         let allowed_text = if list.is_empty() {
             "none are allowed (config allowedHostPaths is empty)".to_string()
@@ -257,58 +315,115 @@ pub fn host_path(
         return Err(refuse(format!(
             "not under an allowed prefix (allowedHostPaths: {allowed_text})"
         )));
-    }
-    check_type(&real, kind).map_err(|why| {
-        SyncError::new(
-            "CreateContainerConfigError",
-            format!("hostPath {path:?}: {why}"),
-        )
-    })?;
-    Ok(real)
-}
-
-fn check_type(p: &Path, kind: HostPathType) -> Result<(), String> {
-    use std::os::unix::fs::FileTypeExt;
-    let meta = std::fs::metadata(p);
-    let is = |f: fn(&std::fs::FileType) -> bool| meta.as_ref().is_ok_and(|m| f(&m.file_type()));
-    match kind {
-        HostPathType::Unset => Ok(()),
-        HostPathType::DirectoryOrCreate if meta.is_err() => {
-            atomic::ensure_dir(p, 0o755, false).map_err(|e| format!("cannot create directory: {e}"))
+    };
+    let root = beneath::open_dir(&prefix)
+        .map_err(|e| config_error(format!("allowed prefix {}: {e}", prefix.display())))?;
+    let fd = open_host_path(root.as_fd(), &rest, kind).map_err(|e| {
+        if beneath::is_escape(&e) {
+            refuse(format!(
+                "{} below the allowed prefix {}",
+                beneath::describe(&e),
+                prefix.display()
+            ))
+        } else if e.kind() == io::ErrorKind::NotFound && is_or_create(kind) {
+            config_error("its parent directory does not exist".into())
+        } else if e.kind() == io::ErrorKind::NotFound {
+            config_error(format!("is not a {kind:?} (or does not exist)"))
+        } else {
+            config_error(beneath::describe(&e))
         }
-        HostPathType::FileOrCreate if meta.is_err() => std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(p)
-            .map(|_| ())
-            .map_err(|e| format!("cannot create file: {e}")),
-        HostPathType::Directory | HostPathType::DirectoryOrCreate if is(|t| t.is_dir()) => Ok(()),
-        HostPathType::File | HostPathType::FileOrCreate if is(|t| t.is_file()) => Ok(()),
-        HostPathType::Socket if is(|t| t.is_socket()) => Ok(()),
-        HostPathType::CharDevice if is(|t| t.is_char_device()) => Ok(()),
-        HostPathType::BlockDevice if is(|t| t.is_block_device()) => Ok(()),
-        other => Err(format!("is not a {other:?} (or does not exist)")),
+    })?;
+    check_type(fd.as_fd(), kind).map_err(config_error)?;
+    Ok(fd)
+}
+
+/// The canonical allowed prefix `path` (normalised) is at or below, and the rest of it.
+/// When several match, the outermost: a prefix below another may be a path a pod can
+/// write through the outer one.
+fn below_allowed(path: &Path, allowed: &[PathBuf]) -> Option<(PathBuf, PathBuf)> {
+    allowed
+        .iter()
+        .filter_map(|a| {
+            let canonical = std::fs::canonicalize(a).ok()?;
+            let rest = path
+                .strip_prefix(normalise(a))
+                .or_else(|_| path.strip_prefix(&canonical))
+                .ok()?;
+            Some((canonical, rest.to_path_buf()))
+        })
+        .max_by_key(|(_, rest)| rest.components().count())
+}
+
+fn is_or_create(kind: HostPathType) -> bool {
+    matches!(
+        kind,
+        HostPathType::DirectoryOrCreate | HostPathType::FileOrCreate
+    )
+}
+
+/// Opens `rest` beneath the prefix `root`, creating what the type asks for.
+fn open_host_path(root: BorrowedFd<'_>, rest: &Path, kind: HostPathType) -> io::Result<OwnedFd> {
+    match beneath::open(root, rest) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => match kind {
+            HostPathType::DirectoryOrCreate | HostPathType::Unset => {
+                beneath::make_dirs(root, rest, 0o755)
+            }
+            HostPathType::FileOrCreate => beneath::create_file(root, rest, 0o644).map(|r| r.0),
+            _ => Err(e),
+        },
+        r => r,
     }
 }
 
-/// The CRI mounts of container `c`.
+/// Whether the opened object is of the hostPath's `type`.
+fn check_type(fd: BorrowedFd<'_>, kind: HostPathType) -> Result<(), String> {
+    use rustix::fs::FileType as T;
+    let t = beneath::file_type(fd).map_err(|e| e.to_string())?;
+    let ok = match kind {
+        HostPathType::Unset => true,
+        HostPathType::Directory | HostPathType::DirectoryOrCreate => t == T::Directory,
+        HostPathType::File | HostPathType::FileOrCreate => t == T::RegularFile,
+        HostPathType::Socket => t == T::Socket,
+        HostPathType::CharDevice => t == T::CharacterDevice,
+        HostPathType::BlockDevice => t == T::BlockDevice,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("is not a {kind:?} (or does not exist)"))
+    }
+}
+
+/// The CRI mounts of container `c`; `env` is its environment (for `subPathExpr`).
+/// subPaths and hostPaths are bound to fresh targets here (see [`super::bind`]): call
+/// this right before creating the container.
 pub fn mounts(
     pod: &Pod,
     c: &Container,
     pods_dir: &Path,
     allowed: &[PathBuf],
+    env: &mut Env,
 ) -> Result<Vec<pb::Mount>, SyncError> {
-    c.volume_mounts
-        .iter()
-        .map(|m| mount(pod, m, pods_dir, allowed))
-        .collect()
+    let mut out = Vec::with_capacity(c.volume_mounts.len());
+    for (index, m) in c.volume_mounts.iter().enumerate() {
+        let at = Target {
+            pods_dir,
+            uid: &pod.metadata.uid,
+            volume: &m.name,
+            container: &c.name,
+            index,
+        };
+        out.push(mount(pod, m, &at, allowed, env)?);
+    }
+    Ok(out)
 }
 
 fn mount(
     pod: &Pod,
     m: &VolumeMount,
-    pods_dir: &Path,
+    at: &Target<'_>,
     allowed: &[PathBuf],
+    env: &mut Env,
 ) -> Result<pb::Mount, SyncError> {
     let v = pod.spec.volumes.iter().find(|v| v.name == m.name);
     let v = v.ok_or_else(|| {
@@ -317,38 +432,77 @@ fn mount(
             format!("volume {:?} is not declared", m.name),
         )
     })?;
-    let (mut host, read_only) = if let Some(hp) = &v.host_path {
-        (host_path(&hp.path, hp.type_, allowed)?, m.read_only)
-    } else if v.empty_dir.is_some() {
-        (volume_dir(pods_dir, pod, "empty-dir", &v.name), m.read_only)
-    } else if v.config_map.is_some() {
-        (volume_dir(pods_dir, pod, "configmap", &v.name), true)
+    let sub = if m.sub_path_expr.is_empty() {
+        m.sub_path.clone()
     } else {
-        (volume_dir(pods_dir, pod, "secret", &v.name), true)
+        // Bounded like every other expansion (a subPathExpr can repeat a long value).
+        let what = format!("volumeMounts[{}].subPathExpr", at.index);
+        env.expand(what, &m.sub_path_expr)?
     };
-    if !m.sub_path.is_empty() {
-        if !is_relative_clean(&m.sub_path) {
-            return Err(SyncError::new(
-                "CreateContainerConfigError",
-                format!("subPath {:?} must be relative without '..'", m.sub_path),
-            ));
-        }
-        host.push(&m.sub_path);
-        if !host.exists() {
-            atomic::ensure_dir(&host, 0o755, false).map_err(|e| {
-                SyncError::new(
-                    "CreateContainerConfigError",
-                    format!("subPath {:?}: {e}", m.sub_path),
-                )
-            })?;
-        }
+    let fail = |what: String| {
+        SyncError::new(
+            "CreateContainerConfigError",
+            format!(
+                "failed to prepare subPath for volumeMount {:?} of container {:?}: {what}",
+                m.name, at.container
+            ),
+        )
+    };
+    if !sub.is_empty() && !is_relative_clean(&sub) {
+        return Err(fail(format!(
+            "subPath {sub:?} must be relative without '..'"
+        )));
     }
+    let bind_it =
+        |fd: OwnedFd| bind::bind(fd.as_fd(), at).map_err(|e| fail(format!("cannot bind it: {e}")));
+    let (host, read_only) = if let Some(hp) = &v.host_path {
+        let root = host_path(&hp.path, hp.type_, allowed)?;
+        let fd = if sub.is_empty() {
+            root
+        } else {
+            open_sub_path(root.as_fd(), &sub).map_err(|e| fail(sub_path_error(&sub, &e)))?
+        };
+        (bind_it(fd)?, m.read_only)
+    } else {
+        let (plugin, read_only) = if v.empty_dir.is_some() {
+            ("empty-dir", m.read_only)
+        } else if v.config_map.is_some() {
+            ("configmap", true)
+        } else {
+            ("secret", true)
+        };
+        let dir = volume_dir(at.pods_dir, pod, plugin, &v.name);
+        if sub.is_empty() {
+            (dir, read_only)
+        } else {
+            let root =
+                beneath::open_dir(&dir).map_err(|e| fail(format!("volume directory: {e}")))?;
+            let fd =
+                open_sub_path(root.as_fd(), &sub).map_err(|e| fail(sub_path_error(&sub, &e)))?;
+            (bind_it(fd)?, read_only)
+        }
+    };
     Ok(pb::Mount {
         container_path: m.mount_path.clone(),
         host_path: host.to_string_lossy().into_owned(),
         readonly: read_only,
         ..Default::default()
     })
+}
+
+/// Opens the subPath `sub` beneath the volume `root`, making it a directory (and its
+/// missing parents, 0755) when it does not exist, as kubelet does.
+fn open_sub_path(root: BorrowedFd<'_>, sub: &str) -> io::Result<OwnedFd> {
+    match beneath::open(root, Path::new(sub)) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            beneath::make_dirs(root, Path::new(sub), 0o755)
+        }
+        r => r,
+    }
+}
+
+fn sub_path_error(sub: &str, e: &io::Error) -> String {
+    format!("subPath {sub:?} {}", beneath::describe(e))
 }
 
 #[cfg(test)]

@@ -190,6 +190,9 @@ pub struct VolumeMount {
     pub mount_path: String,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub sub_path: String,
+    /// Like `subPath`, with `$(VAR)` expanded from the container's environment.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub sub_path_expr: String,
 }
 
 /// `resources`: quantities by resource name (`cpu`, `memory`, `ephemeral-storage`).

@@ -401,6 +401,7 @@ impl Errors {
         self.ports(path, c, spec.host_network);
         self.env(path, c, spec);
         self.mounts(path, &c.volume_mounts, volumes);
+        self.termination_mount(path, c);
         self.resources(&format!("{path}.resources"), &c.resources);
         self.probes(path, c, init);
         self.security_context(path, c);
@@ -587,6 +588,33 @@ impl Errors {
                 if let Err(e) = relative_path(&m.sub_path) {
                     self.add(format_args!("{p}.subPath"), e);
                 }
+            }
+            if !m.sub_path_expr.is_empty() {
+                if !m.sub_path.is_empty() {
+                    self.add(
+                        format_args!("{p}.subPathExpr"),
+                        "subPathExpr and subPath are mutually exclusive",
+                    );
+                } else if let Err(e) = relative_path(&m.sub_path_expr) {
+                    self.add(format_args!("{p}.subPathExpr"), e);
+                }
+            }
+        }
+    }
+
+    /// The agent mounts its own file at `terminationMessagePath`; a volume mounted there
+    /// would let the pod choose what the agent reads as the message.
+    fn termination_mount(&mut self, path: &str, c: &Container) {
+        let tmp = lexical(&c.termination_message_path);
+        for (i, m) in c.volume_mounts.iter().enumerate() {
+            if m.mount_path.starts_with('/') && lexical(&m.mount_path) == tmp {
+                self.add(
+                    format_args!("{path}.volumeMounts[{i}].mountPath"),
+                    format_args!(
+                        "must not be the container's terminationMessagePath {:?} (the agent mounts the termination-message file there)",
+                        c.termination_message_path
+                    ),
+                );
             }
         }
     }
@@ -1032,6 +1060,22 @@ fn relative_path(s: &str) -> Result<(), String> {
     } else {
         Ok(())
     }
+}
+
+/// The components of an absolute path as the runtime would clean it (`//`, `.`, `..`
+/// and a trailing `/` resolved lexically).
+fn lexical(p: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    for c in p.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => {
+                out.pop();
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 fn has_dotdot(p: &str) -> bool {

@@ -78,6 +78,11 @@ impl Node {
 
     /// Starts `tinylet run` (its stderr appended to agent.log). Panics if one runs.
     pub fn start_agent(&self) {
+        self.start_agent_umask(None)
+    }
+
+    /// [`Node::start_agent`] with the agent's umask set to `umask` (else inherited).
+    pub fn start_agent_umask(&self, umask: Option<u32>) {
         let mut slot = self.agent.lock().unwrap();
         assert!(slot.is_none(), "the agent already runs");
         let log = std::fs::OpenOptions::new()
@@ -93,9 +98,12 @@ impl Node {
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log);
-        // SAFETY: only an async-signal-safe prctl between fork and exec.
+        // SAFETY: only async-signal-safe syscalls (umask, prctl) between fork and exec.
         unsafe {
-            cmd.pre_exec(|| {
+            cmd.pre_exec(move || {
+                if let Some(mask) = umask {
+                    rustix::process::umask(rustix::fs::Mode::from_raw_mode(mask));
+                }
                 rustix::process::set_parent_process_death_signal(Some(
                     rustix::process::Signal::KILL,
                 ))

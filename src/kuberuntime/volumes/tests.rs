@@ -19,9 +19,31 @@ impl Scratch {
 }
 
 impl Drop for Scratch {
+    /// Unmounts what the tests bound or mounted in pod directories, and removes the
+    /// directory only when nothing is mounted in it any more.
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        for root in [self.0.clone(), self.0.join("pods")] {
+            for e in std::fs::read_dir(root).into_iter().flatten().flatten() {
+                let _ = crate::kuberuntime::pod_dir::unmount_all(&e.path());
+            }
+        }
+        let mounts = crate::kuberuntime::mountinfo::mount_points().unwrap_or_default();
+        if crate::kuberuntime::mountinfo::mounted_below(&self.0, &mounts).is_none() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
     }
+}
+
+/// The (device, inode) of a path, or of an opened fd.
+fn id(p: &Path) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(p).unwrap();
+    (m.dev(), m.ino())
+}
+
+fn fd_id(fd: &OwnedFd) -> (u64, u64) {
+    let st = rustix::fs::fstat(fd).unwrap();
+    (st.st_dev, st.st_ino)
 }
 
 #[derive(Default)]
@@ -76,7 +98,33 @@ fn host_path_prefixes_and_escapes() {
         &allowed,
     )
     .unwrap();
-    assert!(ok.ends_with("data/app"));
+    assert_eq!(fd_id(&ok), id(&s.0.join("data/app")));
+    // The prefix itself is the admin's: a symlink there is followed.
+    std::os::unix::fs::symlink(s.0.join("data"), s.0.join("data-link")).unwrap();
+    let via = host_path(
+        s.0.join("data-link/app").to_str().unwrap(),
+        HostPathType::Directory,
+        &[s.0.join("data-link")],
+    )
+    .unwrap();
+    assert_eq!(fd_id(&via), id(&s.0.join("data/app")));
+    // Below it nothing is: out, in the middle, or even staying inside.
+    std::os::unix::fs::symlink("app", s.0.join("data/inside")).unwrap();
+    std::os::unix::fs::symlink("../../../../../../..", s.0.join("data/up")).unwrap();
+    for below in ["link", "link/x", "inside", "up/etc", "up"] {
+        let e = host_path(
+            s.0.join("data").join(below).to_str().unwrap(),
+            HostPathType::Unset,
+            &allowed,
+        )
+        .unwrap_err();
+        assert_eq!(e.reason, "HostPathNotAllowed", "{below}: {e}");
+        assert!(e.message.contains("symlink"), "{below}: {e}");
+    }
+    assert!(
+        !s.0.join("secret/x").exists(),
+        "nothing made through a link"
+    );
     let dotdot = host_path(
         s.0.join("data/../secret").to_str().unwrap(),
         HostPathType::Unset,
@@ -111,6 +159,27 @@ fn host_path_prefixes_and_escapes() {
 fn host_path_types() {
     let s = Scratch::new("hpt");
     let allowed = vec![s.0.clone()];
+    let out = Scratch::new("hpt-out");
+    std::os::unix::fs::symlink(&out.0, s.0.join("lnk")).unwrap();
+    // ...OrCreate through a symlinked parent, or onto a dangling symlink: refused,
+    // nothing created outside.
+    std::os::unix::fs::symlink(out.0.join("dangling"), s.0.join("dangling")).unwrap();
+    for (rel, kind) in [
+        ("lnk/newdir", HostPathType::DirectoryOrCreate),
+        ("lnk/a/b", HostPathType::DirectoryOrCreate),
+        ("lnk/newfile", HostPathType::FileOrCreate),
+        ("dangling", HostPathType::FileOrCreate),
+        ("dangling", HostPathType::DirectoryOrCreate),
+        ("lnk/unset", HostPathType::Unset),
+    ] {
+        let e = host_path(s.0.join(rel).to_str().unwrap(), kind, &allowed).unwrap_err();
+        assert_eq!(e.reason, "HostPathNotAllowed", "{rel}: {e}");
+    }
+    assert_eq!(
+        std::fs::read_dir(&out.0).unwrap().count(),
+        0,
+        "nothing outside"
+    );
     let d = s.0.join("made/dir");
     host_path(
         d.to_str().unwrap(),
@@ -119,9 +188,27 @@ fn host_path_types() {
     )
     .unwrap();
     assert!(d.is_dir());
+    let made = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+    assert_eq!((made(&s.0.join("made")), made(&d)), (0o755, 0o755));
     let f = s.0.join("file");
     host_path(f.to_str().unwrap(), HostPathType::FileOrCreate, &allowed).unwrap();
     assert!(f.is_file());
+    assert_eq!(made(&f), 0o644);
+    let e = host_path(
+        s.0.join("nodir/file").to_str().unwrap(),
+        HostPathType::FileOrCreate,
+        &allowed,
+    )
+    .unwrap_err();
+    assert!(e.message.contains("parent directory does not exist"), "{e}");
+    // An unset type makes a missing path a directory (containerd would), beneath.
+    host_path(
+        s.0.join("u/v").to_str().unwrap(),
+        HostPathType::Unset,
+        &allowed,
+    )
+    .unwrap();
+    assert!(s.0.join("u/v").is_dir());
     let e = host_path(f.to_str().unwrap(), HostPathType::Directory, &allowed).unwrap_err();
     assert!(e.message.contains("is not a Directory"), "{e}");
     assert!(host_path(
@@ -222,6 +309,10 @@ fn secret_projection_is_private_and_items_select_keys() {
     prepare(&p, &s.0, &[], &objs).unwrap();
     let dir = volume_dir(&s.0, &p, "secret", "creds");
     assert_eq!(std::fs::read_to_string(dir.join("sub/tok")).unwrap(), "t0k");
+    assert!(
+        tmpfs::is_mount_point(&dir).unwrap(),
+        "secrets live on a tmpfs"
+    );
     assert!(!dir.join("other").exists());
     assert_eq!(
         std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
@@ -267,11 +358,14 @@ fn missing_objects_and_bad_items() {
 #[test]
 fn mounts_for_each_kind() {
     let s = Scratch::new("mnt");
+    let (pods, host) = (s.0.join("pods"), s.0.join("host"));
+    std::fs::create_dir_all(&host).unwrap();
+    std::fs::write(host.join("h"), "on the host").unwrap();
     let mut e = vol("scratch");
     e.empty_dir = Some(EmptyDirVolumeSource::default());
     let mut h = vol("host");
     h.host_path = Some(HostPathVolumeSource {
-        path: s.0.to_string_lossy().into_owned(),
+        path: host.to_string_lossy().into_owned(),
         type_: HostPathType::Directory,
     });
     let mut c = vol("conf");
@@ -281,6 +375,7 @@ fn mounts_for_each_kind() {
     });
     let p = pod(vec![e, h, c]);
     let ctr = Container {
+        name: "app".into(),
         volume_mounts: vec![
             VolumeMount {
                 name: "scratch".into(),
@@ -307,12 +402,190 @@ fn mounts_for_each_kind() {
         ],
         ..Default::default()
     };
-    let ms = mounts(&p, &ctr, &s.0, std::slice::from_ref(&s.0)).unwrap();
+    let objs = Objs {
+        cm: RefCell::new(Some(cm(&[("a", "1")]))),
+        secret: None,
+    };
+    let allowed = std::slice::from_ref(&host);
+    prepare(&p, &pods, allowed, &objs).unwrap();
+    let ms = mounts(&p, &ctr, &pods, allowed, &mut Env::default()).unwrap();
     assert_eq!(ms.len(), 4);
     assert!(ms[0].host_path.ends_with("kubernetes.io~empty-dir/scratch") && !ms[0].readonly);
+    // The hostPath and the subPath reach containerd as binds of the opened objects.
+    let bound = pods.join("uid-1/volume-subpaths");
+    assert_eq!(Path::new(&ms[1].host_path), bound.join("host/app/1"));
     assert!(ms[1].readonly);
+    assert_eq!(
+        std::fs::read_to_string(bound.join("host/app/1/h")).unwrap(),
+        "on the host"
+    );
     assert!(ms[2].readonly, "configMap volumes are read-only");
-    assert!(ms[3].host_path.ends_with("scratch/part"));
-    let refused = mounts(&p, &ctr, &s.0, &[]).unwrap_err();
+    assert_eq!(Path::new(&ms[3].host_path), bound.join("scratch/app/3"));
+    let part = volume_dir(&pods, &p, "empty-dir", "scratch").join("part");
+    assert_eq!(id(Path::new(&ms[3].host_path)), id(&part));
+    // Making the config again rebinds (no stacked mounts).
+    mounts(&p, &ctr, &pods, allowed, &mut Env::default()).unwrap();
+    let unmounted = crate::kuberuntime::pod_dir::unmount_all(&pods.join("uid-1")).unwrap();
+    assert_eq!(unmounted.len(), 2, "{unmounted:?}");
+    let refused = mounts(&p, &ctr, &pods, &[], &mut Env::default()).unwrap_err();
     assert_eq!(refused.reason, "HostPathNotAllowed");
+}
+
+/// Every way out of a volume through a subPath: refused with a message naming the
+/// volume mount, the container and the symlink; a plain subPath (and a subPathExpr)
+/// binds the directory inside.
+#[test]
+fn sub_path_escapes_are_refused_for_every_volume_kind() {
+    let s = Scratch::new("subesc");
+    let (pods, host, out) = (s.0.join("pods"), s.0.join("host"), s.0.join("out"));
+    std::fs::create_dir_all(out.join("b")).unwrap();
+    std::fs::create_dir_all(host.join("hp")).unwrap();
+    let mut e = vol("e");
+    e.empty_dir = Some(EmptyDirVolumeSource::default());
+    let mut h = vol("h");
+    h.host_path = Some(HostPathVolumeSource {
+        path: host.join("hp").to_string_lossy().into_owned(),
+        type_: HostPathType::Directory,
+    });
+    let p = pod(vec![e, h]);
+    let objs = Objs::default();
+    let allowed = std::slice::from_ref(&host);
+    prepare(&p, &pods, allowed, &objs).unwrap();
+    let edir = volume_dir(&pods, &p, "empty-dir", "e");
+    for root in [edir.clone(), host.join("hp")] {
+        let ln = |target: &Path, name: &str| {
+            std::os::unix::fs::symlink(target, root.join(name)).unwrap()
+        };
+        ln(Path::new("/"), "esc");
+        ln(&out, "mid");
+        ln(Path::new("../../../../../../../../.."), "up");
+        ln(&out.join("new"), "dangling");
+        std::fs::create_dir_all(root.join("real/b")).unwrap();
+        ln(Path::new("real"), "inside");
+    }
+    let mount_of = |volume: &str, sub: &str| {
+        let c = Container {
+            name: "app".into(),
+            volume_mounts: vec![VolumeMount {
+                name: volume.into(),
+                mount_path: "/m".into(),
+                sub_path: sub.into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        mounts(&p, &c, &pods, allowed, &mut Env::default())
+    };
+    for volume in ["e", "h"] {
+        for sub in [
+            "esc",
+            "esc/etc",
+            "mid/b",
+            "up",
+            "up/etc",
+            "dangling",
+            "dangling/x",
+            "inside/b",
+        ] {
+            let err = mount_of(volume, sub).unwrap_err();
+            assert_eq!(
+                err.reason, "CreateContainerConfigError",
+                "{volume} {sub}: {err}"
+            );
+            assert!(
+                err.message.starts_with(&format!(
+                    "failed to prepare subPath for volumeMount {volume:?} of container \"app\": subPath {sub:?} "
+                )) && err.message.contains("symlink"),
+                "{volume} {sub}: {err}"
+            );
+        }
+        let ok = mount_of(volume, "real/b").unwrap();
+        assert_eq!(ok.len(), 1);
+        assert!(!out.join("new").exists());
+    }
+    assert_eq!(
+        id(Path::new(&mount_of("e", "real/b").unwrap()[0].host_path)),
+        id(&edir.join("real/b"))
+    );
+    // subPathExpr: expanded from the container's env, then resolved the same way.
+    let c = Container {
+        name: "app".into(),
+        volume_mounts: vec![VolumeMount {
+            name: "e".into(),
+            mount_path: "/m".into(),
+            sub_path_expr: "logs/$(POD)".into(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let env_of = |value: &str| {
+        let mut env = Env::default();
+        env.set("POD".into(), value.into()).unwrap();
+        env
+    };
+    let ms = mounts(&p, &c, &pods, allowed, &mut env_of("web-1")).unwrap();
+    assert!(edir.join("logs/web-1").is_dir());
+    assert_eq!(
+        id(Path::new(&ms[0].host_path)),
+        id(&edir.join("logs/web-1"))
+    );
+    let err = mounts(&p, &c, &pods, allowed, &mut env_of("../../..")).unwrap_err();
+    assert!(
+        err.message.contains("must be relative without '..'"),
+        "{err}"
+    );
+}
+
+#[test]
+fn empty_dir_parents_are_0755_and_the_volume_0777() {
+    let s = Scratch::new("modes");
+    let mut e = vol("scratch");
+    e.empty_dir = Some(EmptyDirVolumeSource::default());
+    let p = pod(vec![e]);
+    prepare(&p, &s.0, &[], &Objs::default()).unwrap();
+    let mode = |rel: &str| {
+        std::fs::metadata(s.0.join(rel))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o7777
+    };
+    assert_eq!(mode("uid-1"), 0o755);
+    assert_eq!(mode("uid-1/volumes"), 0o755);
+    assert_eq!(mode("uid-1/volumes/kubernetes.io~empty-dir"), 0o755);
+    assert_eq!(mode("uid-1/volumes/kubernetes.io~empty-dir/scratch"), 0o777);
+}
+
+/// Needs the right to mount (root, as the agent).
+#[test]
+fn secret_volume_is_a_tmpfs_and_leaves_nothing_on_disk() {
+    let s = Scratch::new("sectmpfs");
+    let mut v = vol("creds");
+    v.secret = Some(SecretVolumeSource {
+        secret_name: "s".into(),
+        ..Default::default()
+    });
+    let mut secret = Secret::default();
+    secret.metadata.name = "s".into();
+    secret.string_data.insert("token".into(), "t0k".into());
+    let objs = Objs {
+        cm: RefCell::new(None),
+        secret: Some(secret),
+    };
+    let p = pod(vec![v]);
+    let dir = volume_dir(&s.0, &p, "secret", "creds");
+    // What an older agent left on flash goes before the tmpfs is mounted over it.
+    std::fs::create_dir_all(dir.join("old")).unwrap();
+    std::fs::write(dir.join("token"), "old copy on flash").unwrap();
+    prepare(&p, &s.0, &[], &objs).unwrap();
+    assert!(tmpfs::is_mount_point(&dir).unwrap());
+    assert_eq!(std::fs::read_to_string(dir.join("token")).unwrap(), "t0k");
+    prepare(&p, &s.0, &[], &objs).unwrap();
+    let done = crate::kuberuntime::pod_dir::unmount_all(&s.0.join("uid-1")).unwrap();
+    assert_eq!(done, std::slice::from_ref(&dir));
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        0,
+        "nothing on disk"
+    );
 }
