@@ -57,6 +57,46 @@ pub struct Config {
     pub status_address: String,
     /// Default log filter when RUST_LOG is not set (`error`..`trace`).
     pub log_level: String,
+    /// The cluster uplink; absent means local-only (pods from `apply` and manifest
+    /// directories only). Needs a build with the `uplink` feature.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_server: Option<ApiServerConfig>,
+}
+
+/// `apiServer`: joining a Kubernetes cluster as a Node, with kubelet's names and
+/// defaults for what they share.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ApiServerConfig {
+    /// A kubeconfig file as kubectl or kubeadm write it: the API server, its CA and
+    /// the node's credentials (a client certificate for `system:node:NAME`).
+    pub kubeconfig: PathBuf,
+    /// The Node's name; empty means the top-level `nodeName`, else the host name.
+    pub node_name: String,
+    /// Labels the Node is registered with, besides kubelet's own
+    /// (`kubernetes.io/hostname`, `kubernetes.io/os`, `kubernetes.io/arch`).
+    pub node_labels: std::collections::BTreeMap<String, String>,
+    /// Taints the Node is registered with.
+    pub register_with_taints: Vec<Taint>,
+    /// The node Lease's duration; it is renewed every quarter of it.
+    pub node_lease_duration_seconds: u32,
+    /// How often the node's status is computed (and sent when it changed).
+    #[serde(with = "duration")]
+    pub node_status_update_frequency: Duration,
+    /// How often the node's status is sent even when nothing changed.
+    #[serde(with = "duration")]
+    pub node_status_report_frequency: Duration,
+}
+
+/// A Node taint, as in `v1.Taint`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Taint {
+    pub key: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub value: String,
+    /// `NoSchedule`, `PreferNoSchedule` or `NoExecute`.
+    pub effect: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -114,6 +154,22 @@ impl Default for Config {
             container_log_max_files: 5,
             status_address: String::new(),
             log_level: "info".into(),
+            api_server: None,
+        }
+    }
+}
+
+impl Default for ApiServerConfig {
+    fn default() -> Self {
+        // kubelet's defaults.
+        ApiServerConfig {
+            kubeconfig: PathBuf::new(),
+            node_name: String::new(),
+            node_labels: Default::default(),
+            register_with_taints: Vec::new(),
+            node_lease_duration_seconds: 40,
+            node_status_update_frequency: Duration::from_secs(10),
+            node_status_report_frequency: Duration::from_secs(300),
         }
     }
 }
@@ -232,7 +288,33 @@ impl Config {
                 format!("must be at least 4Ki, got {}", self.container_log_max_size),
             );
         }
-        Ok(())
+        match &self.api_server {
+            Some(_) if !cfg!(feature = "uplink") => err(
+                "apiServer",
+                "this tinylet was built without the cluster uplink (cargo feature \
+                 `uplink`); remove the section for a local-only node, or use a build \
+                 with the uplink"
+                    .into(),
+            ),
+            Some(api) => api.validate(&self.node_name).map_err(|e| ConfigError(e.0)),
+            None => Ok(()),
+        }
+    }
+
+    /// The node's name: `apiServer.nodeName`, else `nodeName`, else the host name in
+    /// lower case (as kubelet does).
+    pub fn effective_node_name(&self) -> String {
+        let set = match &self.api_server {
+            Some(api) if !api.node_name.is_empty() => &api.node_name,
+            _ => &self.node_name,
+        };
+        if !set.is_empty() {
+            return set.clone();
+        }
+        rustix::system::uname()
+            .nodename()
+            .to_string_lossy()
+            .to_lowercase()
     }
 
     /// The image service endpoint: the runtime's unless set apart.
@@ -247,6 +329,102 @@ impl Config {
     /// Effective values as pretty JSON, for `check-config`.
     pub fn to_pretty_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+}
+
+impl ApiServerConfig {
+    /// Checks the section's own fields (`top_node_name`: the config's `nodeName`).
+    /// The kubeconfig file itself is read by `check-config` and at the agent's start.
+    fn validate(&self, top_node_name: &str) -> Result<(), ConfigError> {
+        let err = |field: &str, msg: String| Err(ConfigError(format!("apiServer.{field}: {msg}")));
+        if self.kubeconfig.as_os_str().is_empty() {
+            return err(
+                "kubeconfig",
+                "required: the path of the node's kubeconfig file".into(),
+            );
+        }
+        if !self.kubeconfig.is_absolute() {
+            return err(
+                "kubeconfig",
+                format!("must be an absolute path, got {:?}", self.kubeconfig),
+            );
+        }
+        if !self.node_name.is_empty() {
+            if let Err(e) = crate::model::validate::dns1123_subdomain(&self.node_name) {
+                return err("nodeName", e);
+            }
+            if !top_node_name.is_empty() && top_node_name != self.node_name {
+                return err(
+                    "nodeName",
+                    format!(
+                        "{:?} differs from the top-level nodeName {top_node_name:?}; set one \
+                         (pods see the node's name through spec.nodeName)",
+                        self.node_name
+                    ),
+                );
+            }
+        }
+        for (k, v) in &self.node_labels {
+            if crate::model::validate::qualified_name(k).is_err() {
+                return err(
+                    &format!("nodeLabels[{k}]"),
+                    "key must be a qualified name like example.com/zone".into(),
+                );
+            }
+            if !crate::model::validate::is_label_value(v) {
+                return err(
+                    &format!("nodeLabels[{k}]"),
+                    format!("value must be at most 63 letters, digits, '-', '_' or '.', got {v:?}"),
+                );
+            }
+        }
+        for (i, t) in self.register_with_taints.iter().enumerate() {
+            if crate::model::validate::qualified_name(&t.key).is_err() {
+                return err(
+                    &format!("registerWithTaints[{i}].key"),
+                    format!("must be a qualified name, got {:?}", t.key),
+                );
+            }
+            if !crate::model::validate::is_label_value(&t.value) {
+                return err(
+                    &format!("registerWithTaints[{i}].value"),
+                    format!("must be a label value, got {:?}", t.value),
+                );
+            }
+            if !matches!(
+                t.effect.as_str(),
+                "NoSchedule" | "PreferNoSchedule" | "NoExecute"
+            ) {
+                return err(
+                    &format!("registerWithTaints[{i}].effect"),
+                    format!(
+                        "must be NoSchedule, PreferNoSchedule or NoExecute, got {:?}",
+                        t.effect
+                    ),
+                );
+            }
+        }
+        if self.node_lease_duration_seconds == 0 {
+            return err("nodeLeaseDurationSeconds", "must be at least 1".into());
+        }
+        for (field, d) in [
+            (
+                "nodeStatusUpdateFrequency",
+                self.node_status_update_frequency,
+            ),
+            (
+                "nodeStatusReportFrequency",
+                self.node_status_report_frequency,
+            ),
+        ] {
+            if d < Duration::from_secs(1) {
+                return err(
+                    field,
+                    format!("must be at least 1s, got {}", format_duration(d)),
+                );
+            }
+        }
+        Ok(())
     }
 }
 
@@ -281,6 +459,9 @@ fn failing_field<T: serde::de::DeserializeOwned>(
             }
             ("", "containerGC", serde_json::Value::Object(m)) => {
                 failing_field::<ContainerGcConfig>(m, "containerGC.")
+            }
+            ("", "apiServer", serde_json::Value::Object(m)) => {
+                failing_field::<ApiServerConfig>(m, "apiServer.")
             }
             _ => None,
         };

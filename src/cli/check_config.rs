@@ -5,6 +5,8 @@
 //! config; the OpenWrt init script runs it before (re)starting the agent so that a bad
 //! edit never replaces a running agent. A bad file exits 2 with the file and the field
 //! named on stderr. `--state-dir DIR` is applied as `tinylet run` would apply it.
+//! With an `apiServer` section it also reads the kubeconfig and the files it names and
+//! says on stderr which server and identity (certificate subject or token) will be used.
 
 use super::args::Args;
 use super::{CliError, GLOBAL_VALUE_OPTS};
@@ -22,7 +24,24 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
         cfg.validate()
             .map_err(|e| CliError::usage(format!("--state-dir: {}", e.0)))?;
     }
+    #[cfg(feature = "uplink")]
+    if let Some(api) = &cfg.api_server {
+        check_uplink(api, &cfg.effective_node_name())?;
+    }
     print_json(&cfg.to_pretty_json())
+}
+
+/// Reads the kubeconfig and every file it names, builds the TLS configuration (so a
+/// key that does not match its certificate is found here), and says on stderr which
+/// server and identity the agent will use. Nothing is connected.
+#[cfg(feature = "uplink")]
+fn check_uplink(api: &crate::config::ApiServerConfig, node_name: &str) -> Result<(), CliError> {
+    use crate::uplink::{identity, kubeconfig, tls};
+    let bad = |e: crate::uplink::SetupError| CliError::usage(format!("apiServer.kubeconfig: {e}"));
+    let kc = kubeconfig::load(&api.kubeconfig).map_err(bad)?;
+    tls::target(&kc).map_err(bad)?;
+    eprintln!("apiServer: node {node_name:?}, {}", identity::describe(&kc));
+    Ok(())
 }
 
 /// Writes to stdout; a reader that went away (`check-config F | head`) is not an error,

@@ -855,7 +855,7 @@ const MAX_ANNOTATION_BYTES: usize = 256 * 1024;
 const QUALIFIED_KEY: &str = "key must be a qualified name (an optional DNS-1123 subdomain and '/', then at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit)";
 
 /// A label value: empty, or at most 63 alphanumerics, '-', '_' or '.', alphanumeric at both ends.
-fn is_label_value(v: &str) -> bool {
+pub fn is_label_value(v: &str) -> bool {
     v.is_empty() || qualified_name(v).is_ok() && !v.contains('/')
 }
 
@@ -1014,7 +1014,7 @@ fn resource_name(s: &str) -> Result<(), String> {
 
 /// A Kubernetes qualified name: optional DNS subdomain prefix and '/', then 1-63
 /// alphanumerics, '-', '_' or '.', alphanumeric at both ends.
-fn qualified_name(s: &str) -> Result<(), ()> {
+pub fn qualified_name(s: &str) -> Result<(), ()> {
     let name = match s.split_once('/') {
         Some((prefix, name)) => {
             dns1123_subdomain(prefix).map_err(|_| ())?;
