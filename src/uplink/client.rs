@@ -10,7 +10,7 @@
 
 use super::conn::{Connection, Keepalive};
 use super::counters::Snapshot;
-use super::error::{ApiError, ConnectError, SetupError, Status};
+use super::error::{ApiError, SetupError, Status};
 use super::kubeconfig::{Credentials, Kubeconfig};
 use super::query::ListParams;
 use super::watch::WatchStream;
@@ -221,7 +221,7 @@ impl ApiClient {
         let (head, body) = response.0.into_parts();
         if !head.status.is_success() {
             let body = self
-                .with_deadline(read_body(body, self.options.max_body))
+                .with_deadline(read_body(&self.conn, body, self.options.max_body))
                 .await?;
             return Err(failure(head.status, &body));
         }
@@ -244,7 +244,7 @@ impl ApiClient {
         self.with_deadline(async {
             let (response, generation) = self.start(method, uri, body).await?;
             let (head, body) = response.into_parts();
-            let bytes = read_body(body, self.options.max_body)
+            let bytes = read_body(&self.conn, body, self.options.max_body)
                 .await
                 .inspect_err(|e| {
                     if matches!(e, ApiError::Unavailable(_)) {
@@ -299,7 +299,7 @@ impl ApiClient {
                 Err(e) => {
                     self.conn.broken(generation);
                     if attempt >= 2 {
-                        return Err(ApiError::Unavailable(ConnectError::H2(e)));
+                        return Err(ApiError::Unavailable(self.conn.h2_error(e)));
                     }
                     continue;
                 }
@@ -310,7 +310,7 @@ impl ApiClient {
                     if !e.is_reset() {
                         self.conn.broken(generation);
                     }
-                    Err(ApiError::Unavailable(ConnectError::H2(e)))
+                    Err(ApiError::Unavailable(self.conn.h2_error(e)))
                 }
             };
         }
@@ -342,10 +342,14 @@ impl ApiClient {
 
 /// Reads a whole answer body, at most `limit` bytes; flow-control window is given back
 /// as data is taken, so large answers keep flowing.
-pub(super) async fn read_body(mut body: h2::RecvStream, limit: usize) -> Result<Bytes, ApiError> {
+pub(super) async fn read_body(
+    conn: &Connection,
+    mut body: h2::RecvStream,
+    limit: usize,
+) -> Result<Bytes, ApiError> {
     let mut out = BytesMut::new();
     while let Some(chunk) = body.data().await {
-        let chunk = chunk.map_err(|e| ApiError::Unavailable(ConnectError::H2(e)))?;
+        let chunk = chunk.map_err(|e| ApiError::Unavailable(conn.h2_error(e)))?;
         let _ = body.flow_control().release_capacity(chunk.len());
         if out.len() + chunk.len() > limit {
             return Err(ApiError::TooLarge { limit });

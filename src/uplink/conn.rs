@@ -113,22 +113,13 @@ impl Connection {
             let retry_at = self.shared.state.borrow().backoff.retry_at();
             if let Some(at) = retry_at.filter(|&at| at > Instant::now()) {
                 if at > deadline {
-                    let why = self
-                        .shared
-                        .state
-                        .borrow()
-                        .last_error
-                        .clone()
-                        .unwrap_or_default();
-                    return Err(ApiError::Unavailable(ConnectError::Io(
-                        std::io::Error::new(
-                            std::io::ErrorKind::NotConnected,
-                            format!(
-                                "not connected ({why}); next attempt in {:?}",
-                                at - Instant::now()
-                            ),
-                        ),
-                    )));
+                    let state = self.shared.state.borrow();
+                    let last = state.last_error.clone().unwrap_or_default();
+                    let retry_in = at.saturating_duration_since(Instant::now());
+                    return Err(ApiError::Unavailable(ConnectError::BackingOff {
+                        last,
+                        retry_in,
+                    }));
                 }
                 Timer::at(at).await;
             }
@@ -141,7 +132,8 @@ impl Connection {
                 Some(Err(e)) => {
                     self.shared.counters.connect_failed();
                     self.failed(&e);
-                    if Instant::now() >= deadline {
+                    let retry_at = self.shared.state.borrow().backoff.retry_at();
+                    if retry_at.is_none_or(|at| at >= deadline) {
                         return Err(ApiError::Unavailable(e));
                     }
                 }
@@ -168,6 +160,16 @@ impl Connection {
         }
         state.last_error = Some(why);
         state.backoff.failed(Instant::now(), backoff::random());
+    }
+
+    /// The error for an HTTP/2 failure: the TLS error under it when TLS broke the link
+    /// (with TLS 1.3 the server's verdict on the client certificate arrives only after
+    /// the client finished its handshake, so it surfaces here).
+    pub(super) fn h2_error(&self, e: h2::Error) -> ConnectError {
+        match self.shared.counters.take_tls_failure() {
+            Some(tls) if e.is_io() || e.is_go_away() => ConnectError::Tls(tls),
+            _ => ConnectError::H2(e),
+        }
     }
 
     /// Drops connection `generation` if it is still the current one (a request saw it
@@ -206,7 +208,11 @@ impl Connection {
             shared.tls.server_name.clone(),
         )
         .map_err(ConnectError::Tls)?;
+        shared.counters.take_tls_failure();
         let stream = TlsStream::handshake(tcp, tls, shared.counters.clone()).await?;
+        if stream.connection().alpn_protocol() != Some(b"h2") {
+            return Err(ConnectError::NoH2);
+        }
         let (sender, mut connection) = h2::client::Builder::new()
             .enable_push(false)
             .initial_window_size(STREAM_WINDOW)
@@ -214,7 +220,7 @@ impl Connection {
             .max_header_list_size(MAX_HEADER_LIST_SIZE)
             .handshake::<_, Bytes>(stream)
             .await
-            .map_err(ConnectError::H2)?;
+            .map_err(|e| self.h2_error(e))?;
         let ping_pong = connection.ping_pong();
         let generation = {
             let mut state = shared.state.borrow_mut();

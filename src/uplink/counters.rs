@@ -1,8 +1,9 @@
 //! What the uplink costs and how often it broke: bytes on the wire (TLS records,
-//! both directions, handshakes included) and connections made. Read by the metrics
-//! endpoint and the bandwidth bench; kept in `Cell`s (one thread, no atomics needed).
+//! both directions, handshakes included), connections made, and the TLS error that
+//! last broke one. Read by the metrics endpoint and the bandwidth bench; kept in
+//! `Cell`s (one thread, no atomics needed).
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 /// Running totals of one client.
 #[derive(Debug, Default)]
@@ -11,6 +12,9 @@ pub struct Counters {
     bytes_received: Cell<u64>,
     connects: Cell<u64>,
     connect_failures: Cell<u64>,
+    /// The TLS error that broke the link, kept for the requests that fail because of it
+    /// (h2 passes I/O errors on to streams as text only).
+    tls_failure: RefCell<Option<rustls::Error>>,
 }
 
 /// A copy of the totals at one moment.
@@ -43,6 +47,15 @@ impl Counters {
 
     pub fn connect_failed(&self) {
         self.connect_failures.set(self.connect_failures.get() + 1);
+    }
+
+    pub fn tls_failed(&self, e: rustls::Error) {
+        *self.tls_failure.borrow_mut() = Some(e);
+    }
+
+    /// The TLS error recorded since the last call, if any.
+    pub fn take_tls_failure(&self) -> Option<rustls::Error> {
+        self.tls_failure.borrow_mut().take()
     }
 
     pub fn snapshot(&self) -> Snapshot {

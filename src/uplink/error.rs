@@ -98,6 +98,8 @@ pub enum ConnectError {
     TimedOut,
     /// The host name did not resolve.
     Resolve(String),
+    /// Earlier attempts failed (`last`); the next is not due before the deadline.
+    BackingOff { last: String, retry_in: Duration },
 }
 
 impl fmt::Display for ConnectError {
@@ -109,6 +111,9 @@ impl fmt::Display for ConnectError {
             ConnectError::H2(e) => write!(f, "HTTP/2: {e}"),
             ConnectError::TimedOut => f.write_str("timed out"),
             ConnectError::Resolve(why) => write!(f, "resolving the server's name: {why}"),
+            ConnectError::BackingOff { last, retry_in } => {
+                write!(f, "not connected ({last}); next attempt in {retry_in:.1?}")
+            }
         }
     }
 }

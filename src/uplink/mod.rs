@@ -21,7 +21,7 @@ pub mod identity;
 pub mod kubeconfig;
 pub mod query;
 pub mod tls;
-mod tls_io;
+pub mod tls_io;
 pub mod watch;
 
 pub use client::{ApiClient, ClientOptions, DeleteOptions, PatchType, Preconditions};

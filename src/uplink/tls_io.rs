@@ -4,40 +4,49 @@
 //! this moves its records to and from the non-blocking socket and registers with the
 //! reactor when the socket would block. Every byte on the wire is counted
 //! ([`super::counters::Counters`]): that is what the uplink costs.
+//!
+//! Generic over the side so that test servers (rustls's server, h2's server side) use
+//! the same adapter; the binary only has the client's.
 
 use super::counters::Counters;
 use super::error::ConnectError;
 use async_io::Async;
-use rustls::ClientConnection;
+use rustls::{ConnectionCommon, SideData};
 use std::future::poll_fn;
 use std::io::{self, IoSlice, Read, Write};
 use std::net::TcpStream;
+use std::ops::DerefMut;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{ready, Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-/// A TLS client connection on a TCP socket.
-pub struct TlsStream {
+/// A TLS connection (`rustls::ClientConnection` or `ServerConnection`) on a TCP socket.
+pub struct TlsStream<C> {
     io: Async<TcpStream>,
-    tls: ClientConnection,
+    tls: C,
     counters: Rc<Counters>,
 }
 
-impl TlsStream {
-    /// Runs the TLS handshake on a connected socket and checks that the server agreed
-    /// to HTTP/2.
+impl<C, S> TlsStream<C>
+where
+    C: DerefMut<Target = ConnectionCommon<S>> + Unpin,
+    S: SideData,
+{
+    /// Runs the TLS handshake on a connected socket.
     pub async fn handshake(
         io: Async<TcpStream>,
-        tls: ClientConnection,
+        tls: C,
         counters: Rc<Counters>,
-    ) -> Result<TlsStream, ConnectError> {
+    ) -> Result<TlsStream<C>, ConnectError> {
         let mut stream = TlsStream { io, tls, counters };
         poll_fn(|cx| stream.poll_handshake(cx)).await?;
-        if stream.tls.alpn_protocol() != Some(b"h2") {
-            return Err(ConnectError::NoH2);
-        }
         Ok(stream)
+    }
+
+    /// The TLS connection (negotiated protocol, peer certificates).
+    pub fn connection(&self) -> &C {
+        &self.tls
     }
 
     fn poll_handshake(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), ConnectError>> {
@@ -102,6 +111,7 @@ impl TlsStream {
             Ok(_) => Ok(()),
             Err(e) => {
                 let _ = self.tls.write_tls(&mut SocketRef(&self.io));
+                self.counters.tls_failed(e.clone());
                 Err(io::Error::new(io::ErrorKind::InvalidData, e))
             }
         }
@@ -131,7 +141,11 @@ impl Write for SocketRef<'_> {
     }
 }
 
-impl AsyncRead for TlsStream {
+impl<C, S> AsyncRead for TlsStream<C>
+where
+    C: DerefMut<Target = ConnectionCommon<S>> + Unpin,
+    S: SideData,
+{
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -161,7 +175,11 @@ impl AsyncRead for TlsStream {
     }
 }
 
-impl AsyncWrite for TlsStream {
+impl<C, S> AsyncWrite for TlsStream<C>
+where
+    C: DerefMut<Target = ConnectionCommon<S>> + Unpin,
+    S: SideData,
+{
     fn poll_write(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,

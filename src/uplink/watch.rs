@@ -11,7 +11,7 @@
 
 use super::client::status_of;
 use super::conn::Connection;
-use super::error::{ApiError, ConnectError};
+use super::error::ApiError;
 use bytes::{Buf, BytesMut};
 use serde::Deserialize;
 use serde_json::Value;
@@ -107,7 +107,7 @@ impl WatchStream {
                     if !e.is_reset() {
                         self.conn.broken(self.generation);
                     }
-                    return self.fail(ApiError::Unavailable(ConnectError::H2(e)));
+                    return self.fail(ApiError::Unavailable(self.conn.h2_error(e)));
                 }
                 None => {
                     self.done = true;
