@@ -365,7 +365,7 @@ impl ApiServerConfig {
             }
         }
         for (k, v) in &self.node_labels {
-            if crate::model::validate::qualified_name(k).is_err() {
+            if !crate::model::validate::is_qualified_name(k) {
                 return err(
                     &format!("nodeLabels[{k}]"),
                     "key must be a qualified name like example.com/zone".into(),
@@ -379,7 +379,7 @@ impl ApiServerConfig {
             }
         }
         for (i, t) in self.register_with_taints.iter().enumerate() {
-            if crate::model::validate::qualified_name(&t.key).is_err() {
+            if !crate::model::validate::is_qualified_name(&t.key) {
                 return err(
                     &format!("registerWithTaints[{i}].key"),
                     format!("must be a qualified name, got {:?}", t.key),
@@ -655,6 +655,82 @@ mod tests {
         // Syntax errors have no field to name.
         let e = Config::parse(r#"{"plegPeriod":"#).unwrap_err();
         assert!(e.0.starts_with("EOF while parsing"), "{e}");
+    }
+
+    #[test]
+    fn api_server_section_has_kubelets_defaults() {
+        let c = Config::parse(r#"{"apiServer":{"kubeconfig":"/etc/tinylet/kubelet.conf"}}"#);
+        if !cfg!(feature = "uplink") {
+            let e = c.unwrap_err();
+            assert!(
+                e.0.starts_with("apiServer: this tinylet was built without"),
+                "{e}"
+            );
+            return;
+        }
+        let c = c.unwrap();
+        let api = c.api_server.as_ref().unwrap();
+        assert_eq!(api.node_lease_duration_seconds, 40);
+        assert_eq!(api.node_status_update_frequency, Duration::from_secs(10));
+        assert_eq!(api.node_status_report_frequency, Duration::from_secs(300));
+        assert!(api.node_labels.is_empty() && api.register_with_taints.is_empty());
+        assert_eq!(Config::parse(&c.to_pretty_json()).unwrap(), c);
+        // Absent means local-only, and check-config's JSON does not mention it.
+        assert_eq!(Config::parse("{}").unwrap().api_server, None);
+        assert!(!Config::default().to_pretty_json().contains("apiServer"));
+    }
+
+    #[test]
+    fn api_server_fields_are_checked() {
+        if !cfg!(feature = "uplink") {
+            return;
+        }
+        let cases = [
+            (r#"{}"#, "apiServer.kubeconfig: required"),
+            (
+                r#"{"kubeconfig":"rel.conf"}"#,
+                "apiServer.kubeconfig: must be an absolute path",
+            ),
+            (
+                r#"{"kubeconfig":"/k","nodeName":"Bad_Name"}"#,
+                "apiServer.nodeName",
+            ),
+            (
+                r#"{"kubeconfig":"/k","nodeLabels":{"a b":"x"}}"#,
+                "apiServer.nodeLabels[a b]",
+            ),
+            (
+                r#"{"kubeconfig":"/k","registerWithTaints":[{"key":"k","effect":"Sometimes"}]}"#,
+                "registerWithTaints[0].effect",
+            ),
+            (
+                r#"{"kubeconfig":"/k","nodeLeaseDurationSeconds":0}"#,
+                "nodeLeaseDurationSeconds",
+            ),
+            (
+                r#"{"kubeconfig":"/k","nodeStatusUpdateFrequency":"10ms"}"#,
+                "nodeStatusUpdateFrequency",
+            ),
+            (
+                r#"{"kubeconfig":"/k","nodeStatusReportFrequency":"5 min"}"#,
+                "apiServer.nodeStatusReportFrequency: expected a duration",
+            ),
+            (
+                r#"{"kubeconfig":"/k","nodeLease":40}"#,
+                "apiServer.nodeLease: unknown field",
+            ),
+        ];
+        for (section, want) in cases {
+            let e = Config::parse(&format!(r#"{{"apiServer":{section}}}"#)).unwrap_err();
+            assert!(e.0.contains(want), "{section}: {e}");
+        }
+        let e = Config::parse(r#"{"nodeName":"a","apiServer":{"kubeconfig":"/k","nodeName":"b"}}"#)
+            .unwrap_err();
+        assert!(e.0.contains("differs from the top-level nodeName"), "{e}");
+        let c = Config::parse(r#"{"apiServer":{"kubeconfig":"/k","nodeName":"gw-7"}}"#).unwrap();
+        assert_eq!(c.effective_node_name(), "gw-7");
+        let c = Config::parse(r#"{"nodeName":"gw-8","apiServer":{"kubeconfig":"/k"}}"#).unwrap();
+        assert_eq!(c.effective_node_name(), "gw-8");
     }
 
     #[test]

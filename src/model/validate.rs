@@ -1012,9 +1012,14 @@ fn resource_name(s: &str) -> Result<(), String> {
     })
 }
 
+/// Whether `s` is a qualified name (a label or taint key).
+pub fn is_qualified_name(s: &str) -> bool {
+    qualified_name(s).is_ok()
+}
+
 /// A Kubernetes qualified name: optional DNS subdomain prefix and '/', then 1-63
 /// alphanumerics, '-', '_' or '.', alphanumeric at both ends.
-pub fn qualified_name(s: &str) -> Result<(), ()> {
+fn qualified_name(s: &str) -> Result<(), ()> {
     let name = match s.split_once('/') {
         Some((prefix, name)) => {
             dns1123_subdomain(prefix).map_err(|_| ())?;

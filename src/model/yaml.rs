@@ -550,8 +550,9 @@ impl<'a> Parser<'a> {
         let (start, first) = (self.pos, self.s[self.pos..end].trim_end());
         let mut text: Option<String> = None;
         self.pos = end;
-        let comment = self.peek() == Some(b'#');
+        let mut comment = self.peek() == Some(b'#');
         self.next_line();
+        // A comment ends a plain scalar: no continuation after it.
         while !comment {
             let resume = self.pos;
             let mut blank_lines = 0;
@@ -580,11 +581,8 @@ impl<'a> Parser<'a> {
             fold(t, blank_lines);
             t.push_str(self.s[self.pos..end].trim());
             self.pos = end;
-            let comment = self.peek() == Some(b'#');
+            comment = self.peek() == Some(b'#');
             self.next_line();
-            if comment {
-                break;
-            }
         }
         Ok(match text {
             Some(t) => Value::String(t),

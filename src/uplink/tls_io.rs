@@ -123,17 +123,20 @@ struct SocketRef<'a>(&'a Async<TcpStream>);
 
 impl Read for SocketRef<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        (&mut &*self.0.get_ref()).read(buf)
+        let mut socket: &TcpStream = self.0.get_ref();
+        socket.read(buf)
     }
 }
 
 impl Write for SocketRef<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        (&mut &*self.0.get_ref()).write(buf)
+        let mut socket: &TcpStream = self.0.get_ref();
+        socket.write(buf)
     }
 
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        (&mut &*self.0.get_ref()).write_vectored(bufs)
+        let mut socket: &TcpStream = self.0.get_ref();
+        socket.write_vectored(bufs)
     }
 
     fn flush(&mut self) -> io::Result<()> {
