@@ -682,3 +682,53 @@ fn thread_count_child() {
         "{added:?}"
     );
 }
+
+#[test]
+fn check_config_names_the_identity_and_connects() {
+    let s = setup("checkcfg", Key::RsaPkcs1);
+    run(async {
+        let api = s.start(echo());
+        let kc = s
+            .pki
+            .kubeconfig("node.conf", &api.url(), &s.ca, &s.node.0, &s.node.1);
+        let cfg = s.pki.path("config.json");
+        let text = json!({"nodeName": "gw1", "apiServer": {"kubeconfig": kc, "nodeLabels": {"site": "a"}}});
+        std::fs::write(&cfg, text.to_string()).unwrap();
+        let check = |extra: &'static [&'static str]| {
+            smol::process::Command::new(env!("CARGO_BIN_EXE_tinylet"))
+                .arg("check-config")
+                .arg(&cfg)
+                .args(extra)
+                .output()
+        };
+        let out = check(&[]).await.unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        let want = format!("apiServer: node \"gw1\", server {} (context \"test\", cluster \"test\", user \"node\"), identity: client certificate CN=system:node:gw1, O=system:nodes, expires ", api.url());
+        assert!(stderr.contains(&want), "{stderr}");
+        let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(printed["apiServer"]["nodeLeaseDurationSeconds"], 40);
+        assert_eq!(api.accepted.get(), 0, "nothing connected without --connect");
+        let out = check(&["--connect"]).await.unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(
+                "apiServer: connected: server (unknown version), Node \"gw1\" registered"
+            ),
+            "{stderr}"
+        );
+        // A key file others can read is refused, naming it.
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&s.node.1, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let out = check(&[]).await.unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "{}: holds a secret but is readable by group or others (mode 0644)",
+                s.node.1.display()
+            )),
+            "{stderr}"
+        );
+    });
+}
