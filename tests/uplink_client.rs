@@ -238,6 +238,34 @@ fn every_verb_on_one_connection_and_failures_decoded() {
 }
 
 #[test]
+fn an_x509_v1_client_certificate_is_accepted_and_its_key_checked() {
+    // webpki cannot parse v1 certificates (so this rustls test server would refuse
+    // one); Go's API server accepts them: uplink_kube.rs connects with one.
+    let s = setup("v1", Key::EcPkcs8);
+    let v1 = s.pki.cert_v1(
+        "v1node",
+        "ca",
+        "/CN=system:node:gw1/O=system:nodes",
+        Key::RsaPkcs8,
+    );
+    let kc = s
+        .pki
+        .kubeconfig("v1.conf", "https://127.0.0.1:1", &s.ca, &v1.0, &v1.1);
+    ApiClient::new(&kubeconfig::load(&kc).unwrap(), opts(1000)).unwrap();
+    let kc = s
+        .pki
+        .kubeconfig("v1bad.conf", "https://127.0.0.1:1", &s.ca, &v1.0, &s.node.1);
+    let e = ApiClient::new(&kubeconfig::load(&kc).unwrap(), opts(1000))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("v1node.crt with") && e.contains("KeyMismatch"),
+        "{e}"
+    );
+}
+
+#[test]
 fn every_key_format_authenticates() {
     for key in [Key::EcPkcs8, Key::EcSec1, Key::RsaPkcs8, Key::RsaPkcs1] {
         let s = setup(&format!("{key:?}"), key);

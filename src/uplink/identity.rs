@@ -17,6 +17,8 @@ pub struct Subject {
     pub organizations: Vec<String>,
     /// notAfter as `YYYY-MM-DD HH:MM:SS UTC`.
     pub not_after: Option<String>,
+    /// The DER SubjectPublicKeyInfo.
+    pub public_key: Vec<u8>,
 }
 
 /// One line saying which server and identity a kubeconfig gives.
@@ -98,10 +100,15 @@ pub fn subject(der: &[u8]) -> Option<Subject> {
     let (SEQUENCE, validity, rest) = tlv(rest)? else {
         return None;
     };
-    let (SEQUENCE, name, _) = tlv(rest)? else {
+    let (SEQUENCE, name, rest) = tlv(rest)? else {
         return None;
     };
+    let (SEQUENCE, _, after_spki) = tlv(rest)? else {
+        return None;
+    };
+    let spki = &rest[..rest.len() - after_spki.len()];
     let mut out = Subject {
+        public_key: spki.to_vec(),
         not_after: tlv(validity)
             .and_then(|(_, _, v)| tlv(v))
             .and_then(|(t, time, _)| format_time(t, time)),

@@ -7,8 +7,10 @@
 
 use super::error::SetupError;
 use super::kubeconfig::{Credentials, Kubeconfig, Sourced};
+use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::sign::{CertifiedKey, SingleCertAndKey};
 use rustls::{ClientConfig, RootCertStore};
 use std::sync::Arc;
 
@@ -31,11 +33,12 @@ pub fn target(kc: &Kubeconfig) -> Result<TlsTarget, SetupError> {
             ),
         })?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder_provider = provider.clone();
     let tls_error = |from: &str, source| SetupError::Tls {
         from: from.to_string(),
         source,
     };
-    let builder = ClientConfig::builder_with_provider(provider)
+    let builder = ClientConfig::builder_with_provider(builder_provider)
         .with_protocol_versions(&[&rustls::version::TLS13])
         .map_err(|e| tls_error("TLS 1.3", e))?
         .with_root_certificates(roots(&kc.ca)?);
@@ -44,9 +47,9 @@ pub fn target(kc: &Kubeconfig) -> Result<TlsTarget, SetupError> {
             let chain = certificates(cert)?;
             let key_der = PrivateKeyDer::from_pem_slice(&key.value.0)
                 .map_err(|e| pem_error(&key.from, "a private key", e))?;
-            builder
-                .with_client_auth_cert(chain, key_der)
-                .map_err(|e| tls_error(&format!("{} with {}", cert.from, key.from), e))?
+            let certified = certified_key(chain, key_der, &provider)
+                .map_err(|e| tls_error(&format!("{} with {}", cert.from, key.from), e))?;
+            builder.with_client_cert_resolver(Arc::new(SingleCertAndKey::from(certified)))
         }
         Credentials::Token(_) => builder.with_no_client_auth(),
     };
@@ -55,6 +58,35 @@ pub fn target(kc: &Kubeconfig) -> Result<TlsTarget, SetupError> {
         config: Arc::new(config),
         server_name,
     })
+}
+
+/// The client certificate chain with its key, checked to belong together. Unlike
+/// rustls's own check this also covers X.509 v1 certificates (what `openssl x509 -req`
+/// makes without an extension file, and Go servers accept): webpki cannot parse those,
+/// so their public key is compared from a DER walk.
+fn certified_key(
+    chain: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+    provider: &CryptoProvider,
+) -> Result<CertifiedKey, rustls::Error> {
+    let signing_key = provider.key_provider.load_private_key(key)?;
+    let certified = CertifiedKey::new(chain, signing_key);
+    match certified.keys_match() {
+        Ok(()) => Ok(certified),
+        Err(e @ rustls::Error::InconsistentKeys(rustls::InconsistentKeys::KeyMismatch)) => Err(e),
+        Err(_) => {
+            let in_cert = certified
+                .end_entity_cert()
+                .ok()
+                .and_then(|c| super::identity::subject(c));
+            match (in_cert, certified.key.public_key()) {
+                (Some(c), Some(k)) if c.public_key != k.as_ref() => {
+                    Err(rustls::InconsistentKeys::KeyMismatch.into())
+                }
+                _ => Ok(certified),
+            }
+        }
+    }
 }
 
 /// Every certificate of a PEM bundle; at least one.

@@ -166,6 +166,40 @@ impl Pki {
         (self.path(&crt), key)
     }
 
+    /// An X.509 v1 certificate (no extensions: what `openssl x509 -req` makes without
+    /// an extension file); returns (certificate, key) paths.
+    pub fn cert_v1(&self, name: &str, ca: &str, subject: &str, key: Key) -> (PathBuf, PathBuf) {
+        let key = self.key(name, key);
+        let (csr, crt) = (format!("{name}.csr"), format!("{name}.crt"));
+        self.openssl(&[
+            "req",
+            "-new",
+            "-key",
+            key.to_str().unwrap(),
+            "-subj",
+            subject,
+            "-out",
+            &csr,
+        ]);
+        let (ca_crt, ca_key) = (format!("{ca}.crt"), format!("{ca}.key"));
+        self.openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            &csr,
+            "-CA",
+            &ca_crt,
+            "-CAkey",
+            &ca_key,
+            "-CAcreateserial",
+            "-days",
+            "30",
+            "-out",
+            &crt,
+        ]);
+        (self.path(&crt), key)
+    }
+
     /// A kubeconfig (mode 0600) for `server` with this CA and client certificate.
     pub fn kubeconfig(
         &self,
