@@ -9,6 +9,31 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+#[cfg(feature = "uplink")]
+mod api_server;
+#[cfg(feature = "uplink")]
+pub use api_server::{ApiServerConfig, Taint};
+
+/// Without the `uplink` feature an `apiServer` section is read only to be refused
+/// (see [`Config::validate`]), so the local-only binary carries none of its code.
+#[cfg(not(feature = "uplink"))]
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiServerConfig;
+
+#[cfg(not(feature = "uplink"))]
+impl<'de> Deserialize<'de> for ApiServerConfig {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        serde::de::IgnoredAny::deserialize(d).map(|_| ApiServerConfig)
+    }
+}
+
+#[cfg(not(feature = "uplink"))]
+impl Serialize for ApiServerConfig {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_unit()
+    }
+}
+
 /// Where the agent looks for its config when `--config` is not given.
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/tinylet/config.json";
 
@@ -61,42 +86,6 @@ pub struct Config {
     /// directories only). Needs a build with the `uplink` feature.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub api_server: Option<ApiServerConfig>,
-}
-
-/// `apiServer`: joining a Kubernetes cluster as a Node, with kubelet's names and
-/// defaults for what they share.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
-pub struct ApiServerConfig {
-    /// A kubeconfig file as kubectl or kubeadm write it: the API server, its CA and
-    /// the node's credentials (a client certificate for `system:node:NAME`).
-    pub kubeconfig: PathBuf,
-    /// The Node's name; empty means the top-level `nodeName`, else the host name.
-    pub node_name: String,
-    /// Labels the Node is registered with, besides kubelet's own
-    /// (`kubernetes.io/hostname`, `kubernetes.io/os`, `kubernetes.io/arch`).
-    pub node_labels: std::collections::BTreeMap<String, String>,
-    /// Taints the Node is registered with.
-    pub register_with_taints: Vec<Taint>,
-    /// The node Lease's duration; it is renewed every quarter of it.
-    pub node_lease_duration_seconds: u32,
-    /// How often the node's status is computed (and sent when it changed).
-    #[serde(with = "duration")]
-    pub node_status_update_frequency: Duration,
-    /// How often the node's status is sent even when nothing changed.
-    #[serde(with = "duration")]
-    pub node_status_report_frequency: Duration,
-}
-
-/// A Node taint, as in `v1.Taint`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
-pub struct Taint {
-    pub key: String,
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub value: String,
-    /// `NoSchedule`, `PreferNoSchedule` or `NoExecute`.
-    pub effect: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -155,21 +144,6 @@ impl Default for Config {
             status_address: String::new(),
             log_level: "info".into(),
             api_server: None,
-        }
-    }
-}
-
-impl Default for ApiServerConfig {
-    fn default() -> Self {
-        // kubelet's defaults.
-        ApiServerConfig {
-            kubeconfig: PathBuf::new(),
-            node_name: String::new(),
-            node_labels: Default::default(),
-            register_with_taints: Vec::new(),
-            node_lease_duration_seconds: 40,
-            node_status_update_frequency: Duration::from_secs(10),
-            node_status_report_frequency: Duration::from_secs(300),
         }
     }
 }
@@ -289,14 +263,16 @@ impl Config {
             );
         }
         match &self.api_server {
-            Some(_) if !cfg!(feature = "uplink") => err(
+            #[cfg(not(feature = "uplink"))]
+            Some(_) => err(
                 "apiServer",
                 "this tinylet was built without the cluster uplink (cargo feature \
                  `uplink`); remove the section for a local-only node, or use a build \
                  with the uplink"
                     .into(),
             ),
-            Some(api) => api.validate(&self.node_name).map_err(|e| ConfigError(e.0)),
+            #[cfg(feature = "uplink")]
+            Some(api) => api.validate(&self.node_name),
             None => Ok(()),
         }
     }
@@ -304,12 +280,12 @@ impl Config {
     /// The node's name: `apiServer.nodeName`, else `nodeName`, else the host name in
     /// lower case (as kubelet does).
     pub fn effective_node_name(&self) -> String {
-        let set = match &self.api_server {
-            Some(api) if !api.node_name.is_empty() => &api.node_name,
-            _ => &self.node_name,
-        };
-        if !set.is_empty() {
-            return set.clone();
+        #[cfg(feature = "uplink")]
+        if let Some(api) = self.api_server.as_ref().filter(|a| !a.node_name.is_empty()) {
+            return api.node_name.clone();
+        }
+        if !self.node_name.is_empty() {
+            return self.node_name.clone();
         }
         rustix::system::uname()
             .nodename()
@@ -329,102 +305,6 @@ impl Config {
     /// Effective values as pretty JSON, for `check-config`.
     pub fn to_pretty_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_default()
-    }
-}
-
-impl ApiServerConfig {
-    /// Checks the section's own fields (`top_node_name`: the config's `nodeName`).
-    /// The kubeconfig file itself is read by `check-config` and at the agent's start.
-    fn validate(&self, top_node_name: &str) -> Result<(), ConfigError> {
-        let err = |field: &str, msg: String| Err(ConfigError(format!("apiServer.{field}: {msg}")));
-        if self.kubeconfig.as_os_str().is_empty() {
-            return err(
-                "kubeconfig",
-                "required: the path of the node's kubeconfig file".into(),
-            );
-        }
-        if !self.kubeconfig.is_absolute() {
-            return err(
-                "kubeconfig",
-                format!("must be an absolute path, got {:?}", self.kubeconfig),
-            );
-        }
-        if !self.node_name.is_empty() {
-            if let Err(e) = crate::model::validate::dns1123_subdomain(&self.node_name) {
-                return err("nodeName", e);
-            }
-            if !top_node_name.is_empty() && top_node_name != self.node_name {
-                return err(
-                    "nodeName",
-                    format!(
-                        "{:?} differs from the top-level nodeName {top_node_name:?}; set one \
-                         (pods see the node's name through spec.nodeName)",
-                        self.node_name
-                    ),
-                );
-            }
-        }
-        for (k, v) in &self.node_labels {
-            if !crate::model::validate::is_qualified_name(k) {
-                return err(
-                    &format!("nodeLabels[{k}]"),
-                    "key must be a qualified name like example.com/zone".into(),
-                );
-            }
-            if !crate::model::validate::is_label_value(v) {
-                return err(
-                    &format!("nodeLabels[{k}]"),
-                    format!("value must be at most 63 letters, digits, '-', '_' or '.', got {v:?}"),
-                );
-            }
-        }
-        for (i, t) in self.register_with_taints.iter().enumerate() {
-            if !crate::model::validate::is_qualified_name(&t.key) {
-                return err(
-                    &format!("registerWithTaints[{i}].key"),
-                    format!("must be a qualified name, got {:?}", t.key),
-                );
-            }
-            if !crate::model::validate::is_label_value(&t.value) {
-                return err(
-                    &format!("registerWithTaints[{i}].value"),
-                    format!("must be a label value, got {:?}", t.value),
-                );
-            }
-            if !matches!(
-                t.effect.as_str(),
-                "NoSchedule" | "PreferNoSchedule" | "NoExecute"
-            ) {
-                return err(
-                    &format!("registerWithTaints[{i}].effect"),
-                    format!(
-                        "must be NoSchedule, PreferNoSchedule or NoExecute, got {:?}",
-                        t.effect
-                    ),
-                );
-            }
-        }
-        if self.node_lease_duration_seconds == 0 {
-            return err("nodeLeaseDurationSeconds", "must be at least 1".into());
-        }
-        for (field, d) in [
-            (
-                "nodeStatusUpdateFrequency",
-                self.node_status_update_frequency,
-            ),
-            (
-                "nodeStatusReportFrequency",
-                self.node_status_report_frequency,
-            ),
-        ] {
-            if d < Duration::from_secs(1) {
-                return err(
-                    field,
-                    format!("must be at least 1s, got {}", format_duration(d)),
-                );
-            }
-        }
-        Ok(())
     }
 }
 
@@ -460,6 +340,7 @@ fn failing_field<T: serde::de::DeserializeOwned>(
             ("", "containerGC", serde_json::Value::Object(m)) => {
                 failing_field::<ContainerGcConfig>(m, "containerGC.")
             }
+            #[cfg(feature = "uplink")]
             ("", "apiServer", serde_json::Value::Object(m)) => {
                 failing_field::<ApiServerConfig>(m, "apiServer.")
             }
@@ -658,79 +539,14 @@ mod tests {
     }
 
     #[test]
-    fn api_server_section_has_kubelets_defaults() {
-        let c = Config::parse(r#"{"apiServer":{"kubeconfig":"/etc/tinylet/kubelet.conf"}}"#);
-        if !cfg!(feature = "uplink") {
-            let e = c.unwrap_err();
-            assert!(
-                e.0.starts_with("apiServer: this tinylet was built without"),
-                "{e}"
-            );
-            return;
-        }
-        let c = c.unwrap();
-        let api = c.api_server.as_ref().unwrap();
-        assert_eq!(api.node_lease_duration_seconds, 40);
-        assert_eq!(api.node_status_update_frequency, Duration::from_secs(10));
-        assert_eq!(api.node_status_report_frequency, Duration::from_secs(300));
-        assert!(api.node_labels.is_empty() && api.register_with_taints.is_empty());
-        assert_eq!(Config::parse(&c.to_pretty_json()).unwrap(), c);
-        // Absent means local-only, and check-config's JSON does not mention it.
+    #[cfg(not(feature = "uplink"))]
+    fn api_server_is_refused_without_the_uplink() {
+        let e = Config::parse(r#"{"apiServer":{"kubeconfig":"/k"}}"#).unwrap_err();
+        assert!(
+            e.0.starts_with("apiServer: this tinylet was built without"),
+            "{e}"
+        );
         assert_eq!(Config::parse("{}").unwrap().api_server, None);
-        assert!(!Config::default().to_pretty_json().contains("apiServer"));
-    }
-
-    #[test]
-    fn api_server_fields_are_checked() {
-        if !cfg!(feature = "uplink") {
-            return;
-        }
-        let cases = [
-            (r#"{}"#, "apiServer.kubeconfig: required"),
-            (
-                r#"{"kubeconfig":"rel.conf"}"#,
-                "apiServer.kubeconfig: must be an absolute path",
-            ),
-            (
-                r#"{"kubeconfig":"/k","nodeName":"Bad_Name"}"#,
-                "apiServer.nodeName",
-            ),
-            (
-                r#"{"kubeconfig":"/k","nodeLabels":{"a b":"x"}}"#,
-                "apiServer.nodeLabels[a b]",
-            ),
-            (
-                r#"{"kubeconfig":"/k","registerWithTaints":[{"key":"k","effect":"Sometimes"}]}"#,
-                "registerWithTaints[0].effect",
-            ),
-            (
-                r#"{"kubeconfig":"/k","nodeLeaseDurationSeconds":0}"#,
-                "nodeLeaseDurationSeconds",
-            ),
-            (
-                r#"{"kubeconfig":"/k","nodeStatusUpdateFrequency":"10ms"}"#,
-                "nodeStatusUpdateFrequency",
-            ),
-            (
-                r#"{"kubeconfig":"/k","nodeStatusReportFrequency":"5 min"}"#,
-                "apiServer.nodeStatusReportFrequency: expected a duration",
-            ),
-            (
-                r#"{"kubeconfig":"/k","nodeLease":40}"#,
-                "apiServer.nodeLease: unknown field",
-            ),
-        ];
-        for (section, want) in cases {
-            let e = Config::parse(&format!(r#"{{"apiServer":{section}}}"#)).unwrap_err();
-            assert!(e.0.contains(want), "{section}: {e}");
-        }
-        let e = Config::parse(r#"{"nodeName":"a","apiServer":{"kubeconfig":"/k","nodeName":"b"}}"#)
-            .unwrap_err();
-        assert!(e.0.contains("differs from the top-level nodeName"), "{e}");
-        let c = Config::parse(r#"{"apiServer":{"kubeconfig":"/k","nodeName":"gw-7"}}"#).unwrap();
-        assert_eq!(c.effective_node_name(), "gw-7");
-        let c = Config::parse(r#"{"nodeName":"gw-8","apiServer":{"kubeconfig":"/k"}}"#).unwrap();
-        assert_eq!(c.effective_node_name(), "gw-8");
     }
 
     #[test]

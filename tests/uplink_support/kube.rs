@@ -58,7 +58,9 @@ impl Kube {
     fn start() -> Kube {
         let dir = std::env::temp_dir().join(format!("tinylet-kube-{}", std::process::id()));
         let (port, etcd) = (free_port_pair(), free_port_pair());
-        // Tear down when this process is gone, however it ends.
+        // Tear down when this process is gone, however it ends: the watcher outlives
+        // the test process on purpose, so it is never waited for.
+        #[allow(clippy::zombie_processes)]
         Command::new("setsid")
             .args([
                 "sh",
