@@ -37,7 +37,7 @@ BUILD_STD=("-Zbuild-std=std,panic_abort")
 RELEASE_STD_FEATURES=${RELEASE_STD_FEATURES-optimize_for_size}
 # Cargo feature flags for the release binaries, e.g. STATIC_FEATURES=--no-default-features
 # for a local-only firmware build without the cluster uplink.
-STATIC_FEATURES=${STATIC_FEATURES-}
+read -ra FEATURE_ARGS <<<"${STATIC_FEATURES-}"
 
 say() { echo "cross/build: $*" >&2; }
 die() {
@@ -112,12 +112,11 @@ static() {
 	local t
 	say "static $* ($(pick_path))"
 	case $(pick_path) in
-	cross) for t in "$@"; do cross build --release --locked $STATIC_FEATURES --target "$t"; done ;;
+	cross) for t in "$@"; do cross build --release --locked "${FEATURE_ARGS[@]}" --target "$t"; done ;;
 	zigbuild)
 		zigbuild_env "$@"
 		target_args "$@"
-		# shellcheck disable=SC2086 # STATIC_FEATURES is a list of cargo flags
-		cargo-zigbuild build --release --locked $STATIC_FEATURES "${TARGET_ARGS[@]}" "${BUILD_STD[@]}" \
+		cargo-zigbuild build --release --locked "${FEATURE_ARGS[@]}" "${TARGET_ARGS[@]}" "${BUILD_STD[@]}" \
 			"-Zbuild-std-features=$RELEASE_STD_FEATURES"
 		;;
 	esac
