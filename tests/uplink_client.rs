@@ -760,3 +760,57 @@ fn check_config_names_the_identity_and_connects() {
         );
     });
 }
+
+/// Every log record at every level, to check that secrets never reach the log.
+struct Capture(std::sync::Mutex<String>);
+
+impl log::Log for Capture {
+    fn enabled(&self, _: &log::Metadata) -> bool {
+        true
+    }
+    fn log(&self, record: &log::Record) {
+        if let Ok(mut all) = self.0.lock() {
+            all.push_str(&format!("{} {}\n", record.level(), record.args()));
+        }
+    }
+    fn flush(&self) {}
+}
+
+#[test]
+fn a_token_is_sent_as_bearer_and_never_logged() {
+    static LOG: Capture = Capture(std::sync::Mutex::new(String::new()));
+    let _ = log::set_logger(&LOG);
+    log::set_max_level(log::LevelFilter::Trace);
+    let s = setup("token", Key::EcPkcs8);
+    let token = "s3cr3t-t0ken.value";
+    let token_file = s.pki.path("token");
+    std::fs::write(&token_file, format!("{token}\n")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    run(async {
+        let api = s.start(echo());
+        let kc_text = format!(
+            "apiVersion: v1\nclusters:\n- cluster: {{certificate-authority: {}, server: '{}'}}\n  name: c\n\
+             contexts:\n- context: {{cluster: c, user: u}}\n  name: x\ncurrent-context: x\n\
+             users:\n- name: u\n  user: {{tokenFile: token}}\n",
+            s.ca.display(),
+            api.url()
+        );
+        std::fs::write(s.pki.path("token.conf"), kc_text).unwrap();
+        let kc = kubeconfig::load(&s.pki.path("token.conf")).unwrap();
+        let client = ApiClient::new(&kc, opts(500)).unwrap();
+        let got: Value = client.get("/whoami").await.unwrap();
+        assert_eq!(got["authorization"], format!("Bearer {token}"));
+        let _ = client.get::<Value>("/fail/403").await;
+        api.stop();
+        let e = client.get::<Value>("/gone").await.unwrap_err();
+        assert!(!e.to_string().contains(token) && !format!("{e:?}").contains(token));
+        assert!(!format!("{kc:?}").contains(token));
+    });
+    let logged = LOG.0.lock().unwrap().clone();
+    assert!(
+        logged.contains("API server"),
+        "the uplink logged nothing: {logged}"
+    );
+    assert!(!logged.contains(token), "{logged}");
+}
