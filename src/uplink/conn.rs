@@ -24,7 +24,7 @@ use async_io::{Async, Timer};
 use bytes::Bytes;
 use h2::client::SendRequest;
 use std::cell::RefCell;
-use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::net::TcpStream;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -185,7 +185,7 @@ impl Connection {
     /// connection's task is spawned and the connection becomes the current one.
     async fn connect(&self) -> Result<(SendRequest<Bytes>, u64), ConnectError> {
         let shared = &self.shared;
-        let addrs = resolve(&shared.server)?;
+        let addrs = super::resolve::resolve(&shared.server.host, shared.server.port).await?;
         let mut last = None;
         let mut tcp = None;
         for addr in addrs {
@@ -289,61 +289,5 @@ async fn watch_link(
                 ))
             }
         }
-    }
-}
-
-/// The server's addresses: an IP address as it is, `localhost`, or a name from
-/// `/etc/hosts`. Names that need DNS are refused with a clear error (a blocking
-/// resolver would stall the agent's only thread while the uplink is down).
-fn resolve(server: &ServerUrl) -> Result<Vec<SocketAddr>, ConnectError> {
-    let port = server.port;
-    if let Ok(ip) = server.host.parse::<IpAddr>() {
-        return Ok(vec![SocketAddr::new(ip, port)]);
-    }
-    if server.host == "localhost" {
-        return Ok(vec![SocketAddr::from(([127, 0, 0, 1], port))]);
-    }
-    let hosts = super::files::read_bounded(
-        std::path::Path::new("/etc/hosts"),
-        1 << 20,
-        super::files::Secrecy::Public,
-    )
-    .map_err(|e| ConnectError::Resolve(e.to_string()))?;
-    let found = hosts_lookup(&String::from_utf8_lossy(&hosts), &server.host);
-    if found.is_empty() {
-        return Err(ConnectError::Resolve(format!(
-            "{} is not an IP address and not in /etc/hosts (DNS is not supported: use an IP \
-             address in the kubeconfig, or tls-server-name with it, or an /etc/hosts entry)",
-            server.host
-        )));
-    }
-    Ok(found
-        .into_iter()
-        .map(|ip| SocketAddr::new(ip, port))
-        .collect())
-}
-
-/// The addresses `/etc/hosts` gives `name`.
-fn hosts_lookup(hosts: &str, name: &str) -> Vec<IpAddr> {
-    hosts
-        .lines()
-        .filter_map(|l| {
-            let mut words = l.split('#').next()?.split_whitespace();
-            let ip = words.next()?.parse::<IpAddr>().ok()?;
-            words.any(|w| w.eq_ignore_ascii_case(name)).then_some(ip)
-        })
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn etc_hosts() {
-        let hosts = "127.0.0.1 localhost\n# 10.0.0.1 k8s\n192.168.1.5  k8s.lan k8s # the cluster\n::1 ip6-localhost k8s\n";
-        let want: Vec<IpAddr> = vec!["192.168.1.5".parse().unwrap(), "::1".parse().unwrap()];
-        assert_eq!(hosts_lookup(hosts, "K8S"), want);
-        assert!(hosts_lookup(hosts, "k8s.example").is_empty());
     }
 }

@@ -20,6 +20,7 @@ pub mod files;
 pub mod identity;
 pub mod kubeconfig;
 pub mod query;
+mod resolve;
 pub mod tls;
 pub mod tls_io;
 pub mod watch;
