@@ -346,6 +346,16 @@ fn tls_failures_say_what_is_wrong() {
                 .contains("refused the node's client certificate"),
             "{e}"
         );
+        // The connection broke before any answer: that counts as a failed attempt, so
+        // the next request waits for the back-off instead of reconnecting at once.
+        let (accepted, t0) = (api.accepted.get(), Instant::now());
+        let e = failure(&client).await;
+        assert!(e.is_transient(), "{e:?}");
+        let waited = t0.elapsed();
+        assert!(
+            waited >= Duration::from_millis(900) || api.accepted.get() == accepted,
+            "reconnected at once"
+        );
         // No ALPN h2 from the server.
         let api = FakeApi::start(
             server::tls_config(&s.server.0, &s.server.1, &s.ca, false),

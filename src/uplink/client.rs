@@ -305,7 +305,10 @@ impl ApiClient {
                 }
             };
             return match response.await {
-                Ok(r) => Ok((r, generation)),
+                Ok(r) => {
+                    self.conn.answered(generation);
+                    Ok((r, generation))
+                }
                 Err(e) => {
                     if !e.is_reset() {
                         self.conn.broken(generation);

@@ -3,7 +3,8 @@
 //!
 //! Reconnecting: a request that finds no connection makes one (one attempt at a time;
 //! the others wait for it). Failed attempts are spaced by [`super::backoff`] (1 s to
-//! 30 s, jittered); a request waits for the next attempt while its deadline allows, and
+//! 30 s, jittered; a connection that breaks before any answer counts as a failed
+//! attempt); a request waits for the next attempt while its deadline allows, and
 //! otherwise fails with `Unavailable` and the last connection error. Nothing here ever
 //! gives up for good: the next request tries again.
 //!
@@ -72,6 +73,9 @@ struct Shared {
 #[derive(Default)]
 struct State {
     live: Option<(SendRequest<Bytes>, u64)>,
+    /// The live connection delivered an answer (only then is the back-off reset, so a
+    /// server that accepts and then drops every connection is not hammered).
+    answered: bool,
     generations: u64,
     backoff: Backoff,
     last_error: Option<String>,
@@ -178,6 +182,21 @@ impl Connection {
         let mut state = self.shared.state.borrow_mut();
         if state.live.as_ref().map(|l| l.1) == Some(generation) {
             state.live = None;
+            if !state.answered {
+                state.last_error = Some("the connection broke before any answer".into());
+                state.backoff.failed(Instant::now(), backoff::random());
+                self.shared.counters.connect_failed();
+            }
+        }
+    }
+
+    /// Connection `generation` delivered an answer: the API server is really there.
+    pub fn answered(&self, generation: u64) {
+        let mut state = self.shared.state.borrow_mut();
+        if !state.answered && state.live.as_ref().map(|l| l.1) == Some(generation) {
+            state.answered = true;
+            state.backoff.succeeded();
+            state.last_error = None;
         }
     }
 
@@ -226,8 +245,8 @@ impl Connection {
             let mut state = shared.state.borrow_mut();
             state.generations += 1;
             state.live = Some((sender.clone(), state.generations));
-            state.backoff.succeeded();
-            if state.last_error.take().is_some() || state.generations > 1 {
+            state.answered = false;
+            if state.last_error.is_some() || state.generations > 1 {
                 log::info!("API server: connected to {}", shared.server);
             }
             state.generations
