@@ -12,6 +12,8 @@
 #[allow(dead_code)]
 #[path = "../tests/cri_fake/server.rs"]
 mod server;
+#[path = "../tests/cri_fake/wire.rs"]
+mod wire;
 
 use server::{Echo, FakeServer, TempDir};
 use std::alloc::{GlobalAlloc, Layout, System};

@@ -118,12 +118,34 @@ mod tests {
 
     #[test]
     fn a_wake_from_another_thread_reaches_the_blocked_executor() {
+        // The other thread sends only once the receiver has been polled and found
+        // nothing, so the value can only arrive through a cross-thread wake-up (a send
+        // that came first would need none).
         let (tx, rx) = smol::channel::bounded::<u32>(1);
+        let pending = Arc::new(AtomicBool::new(false));
+        let seen = pending.clone();
         let sender = std::thread::spawn(move || {
-            std::thread::sleep(std::time::Duration::from_millis(20));
+            let give_up = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while !seen.load(SeqCst) {
+                assert!(std::time::Instant::now() < give_up, "never polled");
+                std::thread::yield_now();
+            }
             tx.send_blocking(5)
         });
-        assert_eq!(block_on(async { rx.recv().await }), Ok(5));
+        let got = block_on(async {
+            let mut recv = pin!(rx.recv());
+            poll_fn(|cx| {
+                let r = recv.as_mut().poll(cx);
+                if r.is_pending() {
+                    pending.store(true, SeqCst);
+                }
+                r
+            })
+            .await
+        });
+        // No timer may bound this wait: registering one wakes the executor by another
+        // path. A lost wake-up hangs here (the test runner's timeout ends it).
+        assert_eq!(got, Ok(5));
         assert!(sender.join().is_ok());
     }
 

@@ -1,7 +1,7 @@
 //! `tinylet logs` as an operator uses it: the built binary on a scratch state directory
 //! holding a pod, with CRI log files laid out as the runtime and log rotation leave them.
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -151,6 +151,55 @@ fn container_choice_and_errors() {
     assert_eq!(code, 2, "{err}");
 }
 
+/// The lines a child prints, as they come (read on a thread of their own).
+struct Lines {
+    rx: std::sync::mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Lines {
+    fn of(out: impl Read + Send + 'static) -> Lines {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Lines {
+            rx,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Waits (at most 10 s) until the child has printed `want`, in order, as its next
+    /// lines.
+    fn expect(&mut self, want: &[&str]) {
+        for w in want {
+            match self.rx.recv_timeout(Duration::from_secs(10)) {
+                Ok(line) => {
+                    assert_eq!(line, *w, "after {:?}", self.seen);
+                    self.seen.push(line);
+                }
+                Err(e) => panic!(
+                    "no line {w:?} within 10 s ({e}); printed so far: {:?}",
+                    self.seen
+                ),
+            }
+        }
+    }
+
+    /// Everything printed after the expected lines, once the child closed its output.
+    fn rest(self) -> Vec<String> {
+        self.rx.iter().collect()
+    }
+}
+
+/// Each write happens only once the follower has printed everything before it, so a
+/// follower that started late (and read the files whole) could not pass: it would
+/// never print the first line the test waits for.
 #[test]
 fn follow_sees_new_lines_and_rotation_and_ends_on_restart() {
     let s = scratch("follow");
@@ -169,6 +218,7 @@ fn follow_sees_new_lines_and_rotation_and_ends_on_restart() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    let mut lines = Lines::of(child.stdout.take().unwrap());
     let app = s.pod_dir.join("app");
     let append = |p: &Path, t: String| {
         let mut f = std::fs::OpenOptions::new()
@@ -178,18 +228,18 @@ fn follow_sees_new_lines_and_rotation_and_ends_on_restart() {
             .unwrap();
         f.write_all(t.as_bytes()).unwrap();
     };
-    std::thread::sleep(Duration::from_millis(500));
+    lines.expect(&["one", "two", "three", "four"]);
     append(&app.join("1.log"), rec(8, "stdout", "F", "five"));
-    std::thread::sleep(Duration::from_millis(500));
+    lines.expect(&["five"]);
     // Rotation: rename, a late line in the old file, then the runtime's new file.
     std::fs::rename(app.join("1.log"), app.join("1.log.20240501-100010")).unwrap();
     append(
         &app.join("1.log.20240501-100010"),
         rec(9, "stdout", "F", "six"),
     );
-    std::thread::sleep(Duration::from_millis(500));
+    lines.expect(&["six"]);
     append(&app.join("1.log"), rec(10, "stdout", "F", "seven"));
-    std::thread::sleep(Duration::from_millis(500));
+    lines.expect(&["seven"]);
     // The container restarts: following ends.
     write(&app.join("2.log"), &rec(11, "stdout", "F", "next run"));
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -198,14 +248,11 @@ fn follow_sees_new_lines_and_rotation_and_ends_on_restart() {
             Instant::now() < deadline,
             "logs -f did not end after the restart"
         );
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::sleep(Duration::from_millis(20));
     }
-    let mut out = String::new();
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut out)
-        .unwrap();
-    assert_eq!(out, "one\ntwo\nthree\nfour\nfive\nsix\nseven\n");
+    assert_eq!(
+        lines.rest(),
+        Vec::<String>::new(),
+        "nothing after \"seven\""
+    );
 }

@@ -5,6 +5,8 @@
 
 #[path = "cri_fake/server.rs"]
 mod server;
+#[path = "cri_fake/wire.rs"]
+mod wire;
 
 use server::{start_garbage, Echo, FakeServer, TempDir};
 use smol::Timer;

@@ -204,17 +204,26 @@ fn on_failure_and_never_exit_codes() {
     let t = &cstatus(&failed, "c")["state"]["terminated"];
     assert_eq!(t["exitCode"], 3, "{t}");
     assert_eq!(t["reason"], "Error", "{t}");
-    // Some relists later: neither the Never pod nor the Succeeded pod was restarted.
-    std::thread::sleep(Duration::from_secs(3));
-    for name in ["never-fail", "onf-ok"] {
-        let p = n.pod(name).unwrap();
-        assert_eq!(restarts(&p, "c"), 0, "{name}: {}", p["status"]);
-        assert_eq!(
-            n.cri().containers(&n.uid(name)).len(),
-            1,
-            "{name}: one container, never restarted"
-        );
-    }
+    // Over some relists: neither the Never pod nor the Succeeded pod is restarted.
+    let cri = n.cri();
+    let uids = [n.uid("never-fail"), n.uid("onf-ok")];
+    holds_for(
+        "finished pods never restarted",
+        Duration::from_secs(3),
+        || {
+            for (name, uid) in ["never-fail", "onf-ok"].iter().zip(&uids) {
+                let p = n.pod(name).unwrap();
+                if restarts(&p, "c") != 0 {
+                    return Some(format!("{name} restarted: {}", p["status"]));
+                }
+                let made = cri.containers(uid).len();
+                if made != 1 {
+                    return Some(format!("{name}: {made} containers, want 1"));
+                }
+            }
+            None
+        },
+    );
     let p = n.pod("onf-fail").unwrap();
     assert_ne!(
         phase(&p),
@@ -409,9 +418,16 @@ fn hostpath_outside_allowed_prefixes_is_refused() {
         "message: {msg}"
     );
     assert_eq!(phase(&p), "Pending");
-    // A few relists later the container was still never created.
-    std::thread::sleep(Duration::from_secs(2));
-    assert!(n.cri().containers(&n.uid("badhost")).is_empty());
+    // Over a few relists the container is never created.
+    let (cri, uid) = (n.cri(), n.uid("badhost"));
+    holds_for(
+        "refused hostPath: no container",
+        Duration::from_secs(2),
+        || {
+            let made = cri.containers(&uid);
+            (!made.is_empty()).then(|| format!("created {made:?}"))
+        },
+    );
     n.delete_pod("badhost");
 }
 

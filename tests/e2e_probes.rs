@@ -118,8 +118,14 @@ fn readiness_probe_flips_ready_and_conditions_both_ways() {
         (m.ino(), m.modified().unwrap())
     };
     let before = stamp();
-    std::thread::sleep(Duration::from_secs(5));
-    assert_eq!(stamp(), before, "status file rewritten with no change");
+    holds_for(
+        "steady readiness: status file not rewritten",
+        Duration::from_secs(5),
+        || {
+            let now = stamp();
+            (now != before).then(|| format!("(inode, mtime) {before:?} -> {now:?}"))
+        },
+    );
     assert_eq!(n.exec("readiness", "app", &["rm", "/tmp/ready"]).0, 0);
     let p = n.wait_pod("readiness", "not ready again", START, unready);
     // Readiness never restarts anything.
@@ -138,11 +144,17 @@ fn startup_probe_holds_liveness_back_until_it_succeeds() {
     n.wait_pod("startup", "running, not started", START, |p| {
         running(p, "app") && cstatus(p, "app")["started"] == false && !ready(p, "app")
     });
-    // Several liveness periods pass: the startup probe keeps it from running.
-    std::thread::sleep(Duration::from_secs(5));
-    let p = n.pod("startup").expect("pod");
-    assert_eq!(restarts(&p, "app"), 0, "{}", n.agent_log_tail());
-    assert_eq!(cstatus(&p, "app")["started"], false);
+    // Several liveness periods pass: the startup probe keeps liveness from running.
+    holds_for(
+        "startup probe holds liveness back",
+        Duration::from_secs(5),
+        || {
+            let p = n.pod("startup").expect("pod");
+            let st = cstatus(&p, "app");
+            (restarts(&p, "app") != 0 || st["started"] != false)
+                .then(|| format!("{st}\n{}", n.agent_log_tail()))
+        },
+    );
     assert_eq!(n.exec("startup", "app", &["touch", "/tmp/started"]).0, 0);
     let p = n.wait_pod("startup", "started and ready", START, |p| {
         cstatus(p, "app")["started"] == true && ready(p, "app") && condition(p, "Ready") == "True"

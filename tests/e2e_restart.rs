@@ -74,8 +74,15 @@ fn agent_restart_adopts_pods_and_removes_orphans() {
         (cri.containers(&orphan_uid).is_empty() && cri.sandboxes(&orphan_uid).is_empty())
             .then_some(())
     });
-    // Let the agent go through a few relists and syncs, then compare.
-    std::thread::sleep(Duration::from_secs(3));
+    // Through a few relists and syncs: the same containers, no restarts.
+    holds_for(
+        "adopted pods kept as they were",
+        Duration::from_secs(3),
+        || {
+            let now = snapshot(&n, &["keep", "keep-host"]);
+            (now != before).then(|| format!("{before:?} -> {now:?}"))
+        },
+    );
     for name in ["keep", "keep-host"] {
         n.wait_running(name, START);
     }
@@ -120,8 +127,15 @@ fn containerd_restart_recovers_without_duplicates() {
     for name in names {
         n.wait_running(name, START);
     }
-    std::thread::sleep(Duration::from_secs(3));
-    n.assert_agent_alive();
+    holds_for(
+        "containers kept after the runtime restart",
+        Duration::from_secs(3),
+        || {
+            n.assert_agent_alive();
+            let now = snapshot(&n, &names);
+            (now != before).then(|| format!("{before:?} -> {now:?}"))
+        },
+    );
     assert_one_ready_sandbox_each(&n, &names);
     assert_eq!(
         snapshot(&n, &names),
@@ -134,8 +148,14 @@ fn containerd_restart_recovers_without_duplicates() {
         "cr-late",
         json!({"containers": [sh("app", n.image(), "exec sleep 3600")]}),
     ));
-    std::thread::sleep(Duration::from_secs(2));
-    n.assert_agent_alive();
+    holds_for(
+        "the agent lives through the outage",
+        Duration::from_secs(2),
+        || {
+            n.assert_agent_alive();
+            None
+        },
+    );
     c.start_again();
     n.wait_running("cr-late", START);
     assert_one_ready_sandbox_each(&n, &["cr-a", "cr-b", "cr-late"]);

@@ -514,3 +514,244 @@ fn read_only_store_changes_nothing() {
         .is_err());
     assert!(names(&s.state().join("status")).is_empty());
 }
+
+fn pod_with_uid(ns: &str, name: &str, uid: &str) -> Object {
+    let j = format!(
+        r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{name}","namespace":"{ns}","uid":"{uid}"}},
+            "spec":{{"containers":[{{"name":"c","image":"nginx"}}]}}}}"#
+    );
+    parse_object("test", j.as_bytes()).unwrap()
+}
+
+/// Issue 15, item 15: two pods never share a uid. `apply` refuses the second (against
+/// stored and firmware pods); files that share one anyway (written by hand, baked into
+/// firmware) load only the first in namespace/name order.
+#[test]
+fn two_pods_never_share_a_uid() {
+    let s = Scratch::new("shared-uid");
+    let fw = s.firmware();
+    std::fs::create_dir_all(&fw).unwrap();
+    let fw_pod = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"fw","namespace":"default","uid":"fw_uid-1"},
+        "spec":{"containers":[{"name":"c","image":"nginx"}]}}"#;
+    std::fs::write(fw.join("fw.json"), fw_pod).unwrap();
+    let mut store = Store::open_at(&s.state(), std::slice::from_ref(&fw)).unwrap();
+    assert_eq!(
+        store
+            .apply(pod_with_uid("default", "a", "my_pod-1"))
+            .unwrap(),
+        Applied::Created
+    );
+    // Re-applying the same pod with its uid is fine; another pod with it is not.
+    assert_eq!(
+        store
+            .apply(pod_with_uid("default", "a", "my_pod-1"))
+            .unwrap(),
+        Applied::Unchanged
+    );
+    for (ns, name, uid, owner) in [
+        ("default", "b", "my_pod-1", "pod default/a ("),
+        ("other", "a", "my_pod-1", "default_a.json"),
+        ("default", "c", "fw_uid-1", "pod default/fw ("),
+    ] {
+        let e = store.apply(pod_with_uid(ns, name, uid)).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains(uid) && msg.contains(owner) && msg.contains("cannot share a uid"),
+            "{msg}"
+        );
+        assert!(
+            store.get(Kind::Pod, ns, name).unwrap().is_none(),
+            "{ns}/{name} not stored"
+        );
+    }
+    // Replacing a pod by its own name with a fresh explicit uid is still fine.
+    assert_eq!(
+        store
+            .apply(pod_with_uid("default", "a", "my_pod-2"))
+            .unwrap(),
+        Applied::Replaced
+    );
+
+    // Files sharing a uid anyway: the first in namespace/name order wins.
+    let pods = s.state().join("desired/pods");
+    let by_hand = |ns: &str, name: &str, uid: &str| {
+        let o = pod_with_uid(ns, name, uid);
+        std::fs::write(pods.join(format!("{ns}_{name}.json")), o.to_json_pretty()).unwrap();
+    };
+    by_hand("default", "z-late", "my_pod-2");
+    by_hand("aaa", "early", "fw_uid-1");
+    let desired = store.desired_pods();
+    let got: Vec<(String, String)> = desired
+        .iter()
+        .map(|p| (p.metadata.name.clone(), p.metadata.uid.clone()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("early".to_string(), "fw_uid-1".to_string()),
+            ("a".to_string(), "my_pod-2".to_string()),
+        ],
+        "z-late (same uid as default/a) and the firmware pod (same uid as aaa/early) skipped"
+    );
+    // Nothing was moved: the files are valid on their own.
+    assert!(pods.join("default_z-late.json").exists());
+}
+
+/// Issue 15, item 7: a status file changed by someone else (garbage written in place,
+/// truncated, removed, replaced by a symlink) is rewritten by the next `changes()`; the
+/// agent's own writes and a steady state rewrite nothing.
+#[test]
+fn status_files_changed_by_others_are_repaired() {
+    use std::io::Write;
+    let s = Scratch::new("status-repair");
+    let mut store = Store::open_at(&s.state(), &[]).unwrap();
+    store.changes(); // the first poll: everything
+    let st = PodStatus {
+        phase: Some(PodPhase::Running),
+        ..Default::default()
+    };
+    assert!(store.write_status("default", "web", &st).unwrap());
+    let path = s.state().join("status/default_web.json");
+    let good = std::fs::read(&path).unwrap();
+    // A pod of another agent life, never written by this store: left alone.
+    std::fs::write(s.state().join("status/default_old.json"), b"junk").unwrap();
+    let written = store.bytes_written();
+    store.changes();
+    assert_eq!(
+        store.bytes_written(),
+        written,
+        "own write and unknown file: no rewrite"
+    );
+    let mut garble = |f: &dyn Fn()| {
+        f();
+        let before = store.bytes_written();
+        store.changes();
+        assert_eq!(std::fs::read(&path).unwrap(), good, "repaired");
+        assert!(store.bytes_written() > before);
+        // Steady state again: nothing written.
+        let after = store.bytes_written();
+        for _ in 0..5 {
+            store.changes();
+        }
+        assert_eq!(store.bytes_written(), after);
+    };
+    // Same size garbage, in place, file kept open (no close event).
+    garble(&|| {
+        let mut f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        f.write_all(&vec![b'x'; good.len()]).unwrap();
+        std::mem::forget(f); // still open: only IN_MODIFY tells
+    });
+    garble(&|| {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+    });
+    garble(&|| std::fs::remove_file(&path).unwrap());
+    garble(&|| {
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", &path).unwrap();
+    });
+    assert!(std::fs::symlink_metadata(&path).unwrap().is_file());
+    assert_eq!(
+        std::fs::read(s.state().join("status/default_old.json")).unwrap(),
+        b"junk"
+    );
+    // A removed status (pod deleted) is not brought back.
+    assert!(store.remove_status("default", "web").unwrap());
+    let before = store.bytes_written();
+    store.changes();
+    assert!(!path.exists());
+    assert_eq!(store.bytes_written(), before);
+}
+
+/// Issue 15, item 11: for the agent, a damaged pod file stays in place and is reported
+/// (shadowing its firmware pod); `restore_pod` quarantines it and writes the good spec
+/// back, but never over a file that was fixed or removed meanwhile.
+#[test]
+fn damaged_pod_files_are_reported_and_restored_not_dropped() {
+    let s = Scratch::new("damaged");
+    let fw = s.firmware();
+    std::fs::create_dir_all(&fw).unwrap();
+    std::fs::write(
+        fw.join("agent.json"),
+        pod_json("default", "agent", "agent:fw"),
+    )
+    .unwrap();
+    let mut store = Store::open_at(&s.state(), std::slice::from_ref(&fw)).unwrap();
+    store.apply(pod("default", "web", "nginx:1")).unwrap();
+    store
+        .apply(pod("default", "agent", "agent:override"))
+        .unwrap();
+    store.apply(pod("default", "db", "db:1")).unwrap();
+    let found = store.desired_pods_keeping_damaged();
+    assert!(found.damaged.is_empty());
+    let web = found
+        .pods
+        .iter()
+        .find(|p| p.metadata.name == "web")
+        .unwrap()
+        .clone();
+    let agent = found
+        .pods
+        .iter()
+        .find(|p| p.metadata.name == "agent")
+        .unwrap()
+        .clone();
+    let dir = s.state().join("desired/pods");
+    let good = std::fs::read(dir.join("default_web.json")).unwrap();
+    // A bit flip in one, a torn write in the other, a stray bad file beside them.
+    let mut flipped = good.clone();
+    let at = flipped.iter().position(|b| *b == b'{').unwrap() + 3;
+    flipped[at] ^= 0x40;
+    std::fs::write(dir.join("default_web.json"), &flipped).unwrap();
+    let ov = std::fs::read(dir.join("default_agent.json")).unwrap();
+    std::fs::write(dir.join("default_agent.json"), &ov[..ov.len() / 2]).unwrap();
+    std::fs::write(dir.join("stray.json"), b"{").unwrap();
+
+    let found = store.desired_pods_keeping_damaged();
+    let running: Vec<&str> = found
+        .pods
+        .iter()
+        .map(|p| p.metadata.name.as_str())
+        .collect();
+    assert_eq!(
+        running,
+        ["db"],
+        "the firmware agent pod stays shadowed by its damaged override"
+    );
+    let damaged: Vec<(&str, &str)> = found
+        .damaged
+        .iter()
+        .map(|d| {
+            (
+                d.name.as_str(),
+                d.path.file_name().unwrap().to_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        damaged,
+        [("agent", "default_agent.json"), ("web", "default_web.json")]
+    );
+    assert!(found.damaged.iter().all(|d| !d.reason.is_empty()));
+    assert!(dir.join("default_web.json").exists(), "left in place");
+    let q = names(&s.state().join("quarantine"));
+    assert_eq!(q.len(), 1, "only the stray file went: {q:?}");
+
+    // Restored: the damaged copy goes to quarantine, the good spec is back.
+    let moved = store.restore_pod(&web).unwrap().expect("restored");
+    assert_eq!(std::fs::read(&moved).unwrap(), flipped);
+    assert_eq!(std::fs::read(dir.join("default_web.json")).unwrap(), good);
+    // Fixed meanwhile (applied) or removed: left as it is.
+    store.apply(pod("default", "agent", "agent:new")).unwrap();
+    assert_eq!(store.restore_pod(&agent).unwrap(), None);
+    assert_eq!(image_of(&mut store, "default", "agent"), "agent:new");
+    store.delete(Kind::Pod, "default", "web").unwrap();
+    assert_eq!(store.restore_pod(&web).unwrap(), None);
+    assert!(!dir.join("default_web.json").exists());
+    let found = store.desired_pods_keeping_damaged();
+    assert!(found.damaged.is_empty());
+    assert_eq!(found.pods.len(), 2);
+}

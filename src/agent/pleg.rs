@@ -21,6 +21,10 @@ pub use crate::kuberuntime::labels::POD_UID as POD_UID_LABEL;
 #[derive(Debug, Clone, PartialEq)]
 pub struct SandboxRecord {
     pub id: String,
+    /// The pod's namespace and name (sandbox metadata): an orphan whose desired file
+    /// is damaged is recognised by them.
+    pub namespace: String,
+    pub name: String,
     pub ready: bool,
     pub attempt: u32,
     pub created_at: i64,
@@ -134,6 +138,14 @@ pub fn snapshot(sandboxes: &[pb::PodSandbox], containers: &[pb::Container]) -> S
             .sandboxes
             .push(SandboxRecord {
                 id: s.id.clone(),
+                namespace: s
+                    .metadata
+                    .as_ref()
+                    .map_or_else(String::new, |m| m.namespace.clone()),
+                name: s
+                    .metadata
+                    .as_ref()
+                    .map_or_else(String::new, |m| m.name.clone()),
                 ready: s.state == pb::PodSandboxState::SandboxReady as i32,
                 attempt: s.metadata.as_ref().map_or(0, |m| m.attempt),
                 created_at: s.created_at,

@@ -3,6 +3,14 @@
 //! of the pods they concern, and removes what carries our labels but belongs to no
 //! desired pod (orphans, e.g. after a pod was deleted while the agent was down). A
 //! failed relist is logged and retried; the loop never exits on a runtime outage.
+//!
+//! A desired pod file that turns out damaged (torn, bit-flipped) never stops its pod:
+//! a pod is removed only when its file is. When the loop holds the pod's last good
+//! spec, the damaged file goes to quarantine, that spec is written back in its place
+//! and the pod's status says so. When it holds none (the agent started with the file
+//! already damaged), the file is left where it is and the pod's containers are not
+//! taken for orphans (matched by namespace and name): they run unsupervised until the
+//! file is fixed (`apply`) or removed (`delete`), and the error log says so.
 
 use super::context::Context;
 use super::housekeeping::Housekeeping;
@@ -11,6 +19,7 @@ use super::worker::{self, Msg};
 use super::{kill, observe};
 use crate::cri::pb;
 use crate::model::Pod;
+use crate::store::DamagedPod;
 use async_io::Async;
 use rustix::fd::OwnedFd;
 use smol::channel::Sender;
@@ -36,6 +45,9 @@ pub struct SyncLoop {
     relist_failing: bool,
     ready: bool,
     housekeeping: Housekeeping,
+    /// `(namespace, name)` of pods whose desired file is damaged and whose spec the
+    /// loop never had: their containers are kept, not removed as orphans.
+    held: BTreeSet<(String, String)>,
 }
 
 impl SyncLoop {
@@ -49,6 +61,7 @@ impl SyncLoop {
             orphans: BTreeMap::new(),
             relist_failing: false,
             ready: false,
+            held: BTreeSet::new(),
         }
     }
 
@@ -147,7 +160,12 @@ impl SyncLoop {
 
     /// Starts workers for new pods, updates changed ones, deletes removed ones.
     fn reconcile_desired(&mut self) {
-        let desired = self.ctx.store.borrow_mut().desired_pods();
+        let found = self.ctx.store.borrow_mut().desired_pods_keeping_damaged();
+        let mut desired = found.pods;
+        self.held.clear();
+        for d in found.damaged {
+            self.damaged_pod(d, &mut desired);
+        }
         let mut seen = BTreeSet::new();
         for pod in desired {
             let uid = pod.metadata.uid.clone();
@@ -198,6 +216,49 @@ impl SyncLoop {
             );
             w.deleting = true;
             let _ = w.tx.try_send(Msg::Delete);
+        }
+    }
+
+    /// A pod file that cannot be read: with a worker for the pod, its spec stays
+    /// desired and is written back over the damaged file (quarantined); without one the
+    /// pod is held (see the module doc).
+    fn damaged_pod(&mut self, d: DamagedPod, desired: &mut Vec<Pod>) {
+        let (ns, name, path) = (&d.namespace, &d.name, d.path.display());
+        let live = self.workers.values().find(|w| {
+            !w.deleting && w.pod.metadata.namespace == *ns && w.pod.metadata.name == *name
+        });
+        let Some(w) = live else {
+            log::error!(
+                "{path}: {}; no good copy of pod {ns}/{name} is known, so the file stays \
+                 where it is and the pod's containers, if any, keep running unsupervised \
+                 until it is fixed (tinylet apply) or removed (tinylet delete pod {ns}/{name})",
+                d.reason
+            );
+            self.held.insert((d.namespace, d.name));
+            return;
+        };
+        let uid = &w.pod.metadata.uid;
+        desired.retain(|p| {
+            p.metadata.uid != *uid && (&p.metadata.namespace, &p.metadata.name) != (ns, name)
+        });
+        desired.push(w.pod.clone());
+        match self.ctx.store.borrow_mut().restore_pod(&w.pod) {
+            Ok(Some(moved)) => {
+                let note = format!(
+                    "desired file {path} was damaged and moved to {}; the last good spec \
+                     was written back and keeps running",
+                    moved.display()
+                );
+                log::error!("pod {ns}/{name} (uid {uid}): {note}");
+                let _ = w.tx.try_send(Msg::DesiredFileRestored(note));
+            }
+            // Applied or deleted meanwhile: the next look at the store acts on that.
+            Ok(None) => {}
+            Err(e) => log::error!(
+                "pod {ns}/{name} (uid {uid}): desired file {path} is damaged ({}) and the \
+                 last good spec could not be written back: {e}; the pod keeps running it",
+                d.reason
+            ),
         }
     }
 
@@ -281,6 +342,14 @@ impl SyncLoop {
                 continue;
             }
             let rec = &snap[uid];
+            let held = rec.sandboxes.iter().any(|s| {
+                self.held
+                    .iter()
+                    .any(|(ns, name)| s.namespace == *ns && s.name == *name)
+            });
+            if held {
+                continue;
+            }
             log::info!(
                 "pod uid {uid} is not desired: removing its {} sandboxes and {} containers",
                 rec.sandboxes.len(),

@@ -41,6 +41,9 @@ pub enum Msg {
     Wake,
     /// The pod is no longer desired: stop it with its grace period and remove it.
     Delete,
+    /// The pod's desired file was damaged; the agent quarantined it and wrote the last
+    /// good spec back. Said in the status (reason and message) until the spec changes.
+    DesiredFileRestored(String),
 }
 
 /// The sandbox containers are started in.
@@ -73,6 +76,8 @@ struct Worker {
     /// The sync loop's last relist showed nothing of this pod on the runtime, and only
     /// this worker makes things for its uid: the first sync needs not ask again.
     known_absent: bool,
+    /// What happened to the pod's desired file, for the status ([`Msg::DesiredFileRestored`]).
+    store_note: Option<String>,
 }
 
 /// What ended a worker's wait.
@@ -109,6 +114,7 @@ pub fn spawn(ctx: Rc<Context>, pod: Pod, known_absent: bool) -> (Sender<Msg>, sm
         probes: PodProbes::default(),
         deadline_exceeded: false,
         known_absent,
+        store_note: None,
     };
     (tx, crate::rt::spawn(w.run(rx)))
 }
@@ -151,7 +157,11 @@ impl Worker {
             }
             for m in msgs {
                 match m {
-                    Msg::Update(p) => self.pod = *p,
+                    Msg::Update(p) => {
+                        self.pod = *p;
+                        self.store_note = None;
+                    }
+                    Msg::DesiredFileRestored(note) => self.store_note = Some(note),
                     Msg::Wake => {}
                     Msg::Delete => {
                         self.probes.stop_all();
@@ -731,6 +741,9 @@ impl Worker {
                 .collect();
             status.message = parts.join("; ");
         }
+        if let Some(note) = &self.store_note {
+            note_desired_file(&mut status, note);
+        }
         let (ns, name) = (
             self.pod.metadata.namespace.clone(),
             self.pod.metadata.name.clone(),
@@ -786,6 +799,19 @@ impl Worker {
         }
         log::info!("pod {ns}/{name}: deleted");
     }
+}
+
+/// Adds what happened to the pod's desired file to its status: reason
+/// `DesiredFileQuarantined` unless another reason is set, the note in the message.
+fn note_desired_file(status: &mut PodStatus, note: &str) {
+    if status.reason.is_empty() {
+        status.reason = "DesiredFileQuarantined".into();
+    }
+    status.message = if status.message.is_empty() {
+        note.to_string()
+    } else {
+        format!("{}; {note}", status.message)
+    };
 }
 
 /// The monotonic instant of a runtime timestamp (nanoseconds since the epoch); `now`

@@ -178,13 +178,17 @@ impl RuntimeClient {
     }
 
     /// Stops a container: SIGTERM (or the image's stop signal), then SIGKILL after
-    /// `grace`. The deadline is the request timeout plus the grace period. Idempotent.
+    /// `grace`, in whole seconds rounded up: the rest of a grace period is a whole
+    /// number less a few microseconds, and rounding down would turn 1 s into an
+    /// immediate SIGKILL (kubelet subtracts only whole seconds). The deadline is the
+    /// request timeout plus that. Idempotent.
     pub async fn stop_container(&self, id: &str, grace: Duration) -> Result<(), CriError> {
+        let secs = grace.as_secs() + u64::from(grace.subsec_nanos() > 0);
         let req = pb::StopContainerRequest {
             container_id: id.into(),
-            timeout: i64::try_from(grace.as_secs()).unwrap_or(i64::MAX),
+            timeout: i64::try_from(secs).unwrap_or(i64::MAX),
         };
-        let deadline = self.timeout.saturating_add(grace);
+        let deadline = self.timeout.saturating_add(Duration::from_secs(secs));
         let _: pb::StopContainerResponse = self
             .channel
             .unary(STOP_CONTAINER, &req, Some(deadline))

@@ -11,11 +11,13 @@ use std::collections::HashSet;
 use std::io;
 use std::path::{Path, PathBuf};
 
-/// The pod UID in a log directory name `NS_NAME_UID` (namespace and name are DNS-1123,
-/// so they hold no `_`).
+/// The pod UID in a log directory name `NS_NAME_UID`. Namespace and name are DNS-1123,
+/// so they hold no `_`, but a uid may (`my_pod-1`): split at the first two `_`, never
+/// at the last, or a live pod's directory reads as another uid's and is swept.
 pub fn log_dir_uid(name: &str) -> Option<&str> {
-    let (_, uid) = name.rsplit_once('_')?;
-    Some(uid).filter(|u| !u.is_empty())
+    let (ns, rest) = name.split_once('_')?;
+    let (name, uid) = rest.split_once('_')?;
+    Some(uid).filter(|u| !ns.is_empty() && !name.is_empty() && !u.is_empty())
 }
 
 /// Whether a directory of pod `uid` may go.
@@ -187,7 +189,11 @@ mod tests {
     #[test]
     fn uid_from_log_dir_name() {
         assert_eq!(log_dir_uid("default_web_1234-abcd"), Some("1234-abcd"));
+        assert_eq!(log_dir_uid("default_web_my_pod-1"), Some("my_pod-1"));
+        assert_eq!(log_dir_uid("default_web__x_"), Some("_x_"));
+        assert_eq!(log_dir_uid("ns_name_"), None);
         assert_eq!(log_dir_uid("nouid_"), None);
+        assert_eq!(log_dir_uid("_web_uid"), None);
         assert_eq!(log_dir_uid("plain"), None);
     }
 
@@ -241,6 +247,8 @@ mod tests {
             pods.join("tearing-down"),
             logs.join("default_web_gone/app"),
             logs.join("default_web_live/app"),
+            // A uid with '_' whose tail after the last '_' is no pod's uid: kept.
+            logs.join("default_db_my_pod-1/app"),
             logs.join("default_db_tearing-down/db"),
         ] {
             std::fs::create_dir_all(&d).unwrap();
@@ -255,7 +263,7 @@ mod tests {
         let r = sweep(
             &pods,
             &logs,
-            &HashSet::from(["live"]),
+            &HashSet::from(["live", "my_pod-1"]),
             &HashSet::from(["tearing-down"]),
         );
         assert!(r.failed.is_empty(), "{:?}", r.failed);
@@ -277,6 +285,7 @@ mod tests {
             "pods/live",
             "pods/tearing-down",
             "logs/default_web_live",
+            "logs/default_db_my_pod-1",
             "logs/default_db_tearing-down",
             "logs/stray-file_x_gone",
         ] {

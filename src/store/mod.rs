@@ -40,8 +40,10 @@
 //! # Change detection
 //! [`Store::changed`] tells the agent whether any desired object may have changed since
 //! it last asked, without reading files (inotify; see [`watch`] for the cost and the
-//! fallback).
+//! fallback). The same watch names the status files someone else changed, and
+//! [`Store::changes`] rewrites them ([`status`]).
 
+pub mod agent_lock;
 pub mod atomic;
 pub mod digest;
 mod error;
@@ -64,8 +66,9 @@ use error::IoContext;
 use firmware::Firmware;
 use layout::Layout;
 use rustix::fd::BorrowedFd;
-use state_files::Access;
+use state_files::{Access, Damaged};
 use status::StatusFiles;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use watch::Watch;
 
@@ -93,6 +96,27 @@ impl Changes {
         self.pods || self.objects
     }
 }
+
+/// What [`Store::desired_pods_keeping_damaged`] found.
+#[derive(Debug, Default)]
+pub struct DesiredPods {
+    /// The pods to run (state over firmware), sorted by namespace and name.
+    pub pods: Vec<Pod>,
+    /// Pod files that are there but cannot be used; left in place.
+    pub damaged: Vec<DamagedPod>,
+}
+
+/// A desired pod file that cannot be used, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DamagedPod {
+    pub namespace: String,
+    pub name: String,
+    pub path: PathBuf,
+    pub reason: String,
+}
+
+/// Index of the status directory in the store's watch (after the kind directories).
+const STATUS_WATCH: usize = Kind::ALL.len();
 
 /// An object as the agent should see it, with its origin.
 #[derive(Debug, Clone)]
@@ -183,7 +207,15 @@ impl Store {
     /// Every effective object of `kind` (state directory over firmware), sorted by
     /// namespace and name. Bad state files are quarantined, bad firmware files skipped.
     pub fn list(&mut self, kind: Kind) -> Vec<Entry> {
-        let mut out: Vec<Entry> = state_files::list(&self.layout, kind, self.access())
+        let state = state_files::list(&self.layout, kind, self.access());
+        self.effective(kind, state, &[])
+    }
+
+    /// The state objects `state` over the firmware's, sorted, pods with shared uids
+    /// dropped; `damaged` state files (by file name) shadow their firmware object too:
+    /// the state directory's copy wins even when it cannot be read.
+    fn effective(&mut self, kind: Kind, state: Vec<Object>, damaged: &[Damaged]) -> Vec<Entry> {
+        let mut out: Vec<Entry> = state
             .into_iter()
             .map(|mut object| {
                 fill_uid(&mut object);
@@ -195,7 +227,10 @@ impl Store {
             .collect();
         self.firmware_scanned = true;
         for (object, path) in self.firmware.scan() {
-            let shadowed = out.iter().any(|e| same_object(&e.object, &object));
+            let shadowed = out.iter().any(|e| same_object(&e.object, &object))
+                || damaged.iter().any(|d| {
+                    layout::parse_file_name(&d.file) == Some((object.namespace(), object.name()))
+                });
             if Kind::of(&object) == kind && !shadowed {
                 out.push(Entry {
                     object,
@@ -206,7 +241,54 @@ impl Store {
         out.sort_by(|a, b| {
             (a.object.namespace(), a.object.name()).cmp(&(b.object.namespace(), b.object.name()))
         });
+        if kind == Kind::Pod {
+            self.drop_shared_uids(&mut out);
+        }
         out
+    }
+
+    /// Two pods must never share a uid (the agent keys workers, pod directories and log
+    /// directories by it): of pods that do, only the first in namespace/name order is
+    /// kept; the others are logged and skipped. `apply` refuses to make such a pair;
+    /// they come from files written by hand or baked into firmware.
+    fn drop_shared_uids(&self, entries: &mut Vec<Entry>) {
+        let mut owners: HashMap<String, String> = HashMap::new();
+        entries.retain(|e| {
+            let (uid, source) = (&e.object.meta().uid, self.source(e));
+            match owners.get(uid) {
+                Some(owner) => {
+                    log::error!(
+                        "{source}: pod {}/{} has metadata.uid {uid:?}, already the uid of {owner}; \
+                         skipped (two pods cannot share a uid)",
+                        e.object.namespace(),
+                        e.object.name()
+                    );
+                    false
+                }
+                None => {
+                    let owner = format!(
+                        "pod {}/{} ({source})",
+                        e.object.namespace(),
+                        e.object.name()
+                    );
+                    owners.insert(uid.clone(), owner);
+                    true
+                }
+            }
+        });
+    }
+
+    /// The file an entry was read from.
+    fn source(&self, e: &Entry) -> String {
+        match &e.origin {
+            Origin::Firmware(path) => path.display().to_string(),
+            Origin::State => {
+                let file =
+                    layout::file_name(e.object.namespace(), e.object.name()).unwrap_or_default();
+                let kind = Kind::of(&e.object);
+                self.layout.kind_dir(kind).join(file).display().to_string()
+            }
+        }
     }
 
     /// The pods the agent should run.
@@ -218,6 +300,44 @@ impl Store {
                 _ => None,
             })
             .collect()
+    }
+
+    /// The pods the agent should run, for the agent: as [`Store::desired_pods`], but a
+    /// damaged pod file (a pod's file name, content torn, bit-flipped or otherwise not
+    /// that pod) is neither used nor moved: it is reported, so the agent can put back
+    /// the last good spec it holds ([`Store::restore_pod`]), or keep the pod's
+    /// containers when it holds none. A pod is removed only when its file is.
+    pub fn desired_pods_keeping_damaged(&mut self) -> DesiredPods {
+        let (state, damaged) = if self.read_only {
+            (
+                state_files::list(&self.layout, Kind::Pod, Access::ReadOnly),
+                Vec::new(),
+            )
+        } else {
+            state_files::list_keeping_damaged(&self.layout, Kind::Pod)
+        };
+        let pods = self
+            .effective(Kind::Pod, state, &damaged)
+            .into_iter()
+            .filter_map(|e| match e.object {
+                Object::Pod(p) => Some(*p),
+                _ => None,
+            })
+            .collect();
+        let dir = self.layout.kind_dir(Kind::Pod);
+        let damaged = damaged
+            .into_iter()
+            .filter_map(|d| {
+                let (ns, name) = layout::parse_file_name(&d.file)?;
+                Some(DamagedPod {
+                    namespace: ns.to_string(),
+                    name: name.to_string(),
+                    path: dir.join(&d.file),
+                    reason: d.reason,
+                })
+            })
+            .collect();
+        DesiredPods { pods, damaged }
     }
 
     /// The effective object `kind` `ns/name`, if any.
@@ -279,14 +399,23 @@ impl Store {
     /// Which kinds of desired objects may have changed since the last call (the first
     /// call says all). A firmware directory may hold any kind: its change counts for
     /// all of them.
+    ///
+    /// It also repairs status files that someone else changed (garbled, truncated,
+    /// removed) since the last call, rewriting what the agent last wrote there (see
+    /// [`status`]): with inotify at once, else when the directory's mtime moves.
     pub fn changes(&mut self) -> Changes {
         let dirs = self.watch_mut().poll();
+        if dirs.dir(STATUS_WATCH) && !self.read_only {
+            let files = self.watch_mut().take_files();
+            self.bytes_written += self.status.repair(files.as_ref());
+        }
         let kind = |k: Kind| {
             let i = Kind::ALL.iter().position(|x| *x == k).unwrap_or(0);
             dirs.dir(i)
         };
+        let first_firmware = STATUS_WATCH + 1;
         let firmware =
-            (Kind::ALL.len()..Kind::ALL.len() + self.firmware.dirs().len()).any(|i| dirs.dir(i));
+            (first_firmware..first_firmware + self.firmware.dirs().len()).any(|i| dirs.dir(i));
         Changes {
             pods: firmware || kind(Kind::Pod),
             objects: firmware || kind(Kind::ConfigMap) || kind(Kind::Secret),
@@ -299,14 +428,17 @@ impl Store {
         self.watch_mut().fd()
     }
 
-    /// The watch, created on first use (CLI commands never need one).
+    /// The watch, created on first use (CLI commands never need one): the kind
+    /// directories, the status directory (at [`STATUS_WATCH`], its files watched too),
+    /// then the firmware directories.
     fn watch_mut(&mut self) -> &mut Watch {
         let layout = &self.layout;
         let firmware = &self.firmware;
         self.watch.get_or_insert_with(|| {
             let mut dirs: Vec<PathBuf> = Kind::ALL.iter().map(|k| layout.kind_dir(*k)).collect();
+            dirs.push(layout.status_dir());
             dirs.extend(firmware.dirs().iter().cloned());
-            Watch::new(dirs)
+            Watch::with_files(dirs, STATUS_WATCH)
         })
     }
 

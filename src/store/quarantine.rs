@@ -9,20 +9,21 @@
 use super::atomic;
 use super::error::{IoContext, StoreError};
 use super::layout::Kind;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 /// How many quarantined files are kept.
 pub const KEEP: usize = 32;
 
-/// Moves `dir/file` (a `kind` object) into `quarantine_dir`, logging `reason`.
+/// Moves `dir/file` (a `kind` object) into `quarantine_dir`, logging `reason`; returns
+/// where it went.
 pub fn quarantine(
     quarantine_dir: &Path,
     dir: &Path,
     file: &str,
     kind: Kind,
     reason: &str,
-) -> Result<(), StoreError> {
+) -> Result<PathBuf, StoreError> {
     let stamp: String = crate::model::time::format_rfc3339(SystemTime::now())
         .chars()
         .filter(|c| !matches!(c, '-' | ':'))
@@ -40,7 +41,8 @@ pub fn quarantine(
         dir.join(file).display(),
         quarantine_dir.join(&target).display()
     );
-    trim(quarantine_dir).at(quarantine_dir)
+    trim(quarantine_dir).at(quarantine_dir)?;
+    Ok(quarantine_dir.join(target))
 }
 
 /// Deletes the oldest quarantined files beyond [`KEEP`] (names start with the time).

@@ -3,6 +3,8 @@
 //! Every file is parsed and validated again on read (it may have been edited by hand or
 //! damaged), and must hold an object of the directory's kind whose namespace and name
 //! match the file name. Anything else is quarantined; the other files are unaffected.
+//! The agent reads its pods with [`list_keeping_damaged`] instead, which leaves a damaged
+//! file named for a pod in place and reports it (the pod must not vanish with it).
 //! Dotfiles (temp files among them) and files not ending in `.json` are skipped.
 
 use super::atomic;
@@ -87,6 +89,15 @@ pub fn read_or_quarantine(
     quarantine(&layout.quarantine_dir(), &dir, file, kind, &reason)?;
     Ok(None)
 }
+
+/// A state file named for an object (`NS_NAME.json`) that is there but cannot be used
+/// (torn, bit-flipped, edited wrong), left in place by [`list_keeping_damaged`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Damaged {
+    pub file: String,
+    pub reason: String,
+}
+
 /// Parses `bytes` and checks that the object belongs in `file` of `kind`.
 fn check(kind: Kind, file: &str, source: &str, bytes: &[u8]) -> Result<Object, String> {
     let Some((ns, name)) = layout::parse_file_name(file) else {
@@ -117,6 +128,46 @@ fn check(kind: Kind, file: &str, source: &str, bytes: &[u8]) -> Result<Object, S
 /// only logged, read-only); a missing directory has none, and one that cannot be read
 /// is logged and yields nothing.
 pub fn list(layout: &Layout, kind: Kind, access: Access) -> Vec<Object> {
+    object_files(layout, kind)
+        .iter()
+        .filter_map(|f| match read_or_quarantine(layout, kind, f, access) {
+            Ok(o) => o.map(|o| o.object),
+            Err(e) => {
+                log::error!("{e}");
+                None
+            }
+        })
+        .collect()
+}
+
+/// As [`list`] for the agent, but a bad file whose name is an object's stays where it
+/// is and is returned as [`Damaged`]: the caller may hold a good copy to put back, or
+/// the file is the only record that the object exists. Bad files with other names are
+/// quarantined.
+pub fn list_keeping_damaged(layout: &Layout, kind: Kind) -> (Vec<Object>, Vec<Damaged>) {
+    let (mut good, mut damaged) = (Vec::new(), Vec::new());
+    for file in object_files(layout, kind) {
+        let found = match read(layout, kind, &file) {
+            Ok(Found::Bad { reason }) if layout::parse_file_name(&file).is_some() => {
+                damaged.push(Damaged { file, reason });
+                continue;
+            }
+            Ok(Found::Missing) => continue,
+            Ok(Found::Valid(o)) => Ok(Some(*o)),
+            Ok(Found::Bad { .. }) => read_or_quarantine(layout, kind, &file, Access::Unlocked),
+            Err(e) => Err(e),
+        };
+        match found {
+            Ok(o) => good.extend(o.map(|o| o.object)),
+            Err(e) => log::error!("{e}"),
+        }
+    }
+    (good, damaged)
+}
+
+/// The object file names in the directory of `kind`, sorted (temp files and other
+/// names skipped); a missing directory has none, one that cannot be read is logged.
+fn object_files(layout: &Layout, kind: Kind) -> Vec<String> {
     let dir = layout.kind_dir(kind);
     let mut files: Vec<String> = match std::fs::read_dir(&dir) {
         Ok(entries) => entries
@@ -131,13 +182,4 @@ pub fn list(layout: &Layout, kind: Kind, access: Access) -> Vec<Object> {
     };
     files.sort();
     files
-        .iter()
-        .filter_map(|f| match read_or_quarantine(layout, kind, f, access) {
-            Ok(o) => o.map(|o| o.object),
-            Err(e) => {
-                log::error!("{e}");
-                None
-            }
-        })
-        .collect()
 }

@@ -5,10 +5,11 @@
 use super::atomic;
 use super::error::{IoContext, StoreError};
 use super::layout::{self, Kind};
-use super::state_files::{self, Access};
+use super::quarantine::quarantine;
+use super::state_files::{self, Access, Found};
 use super::uid;
 use super::{fill_uid, Store};
-use crate::model::Object;
+use crate::model::{Object, Pod};
 use std::path::PathBuf;
 
 /// What an apply did.
@@ -72,7 +73,18 @@ impl Store {
         if let Object::Pod(p) = &mut obj {
             p.status = None;
         }
+        let explicit_uid = !obj.meta().uid.is_empty();
         let outcome = merge_identity(&mut obj, previous.as_ref().or(firmware.as_ref()))?;
+        // A uid the manifest brings may be another pod's (a random one never is).
+        if kind == Kind::Pod && explicit_uid && outcome != Applied::Updated {
+            if let Some(owner) = self.pod_with_uid(&obj.meta().uid, &ns, &name) {
+                return Err(StoreError::Invalid(format!(
+                    "metadata.uid {:?} is already the uid of {owner}; two pods cannot share a \
+                     uid (leave metadata.uid out to get a fresh one)",
+                    obj.meta().uid
+                )));
+            }
+        }
         let bytes = to_bytes(&obj);
         let same = match (&stored, &firmware) {
             (Some(s), _) => s.bytes == bytes,
@@ -108,6 +120,57 @@ impl Store {
             (false, Some(file)) => Err(StoreError::ReadOnly { what, file }),
             (false, None) => Err(StoreError::NotFound(what)),
         }
+    }
+}
+
+impl Store {
+    /// Puts the last good spec of a pod whose desired file is damaged back in its place:
+    /// the damaged file goes to quarantine and `pod` is written atomically where it was,
+    /// under the directory lock, so the store heals and a later `delete` works as usual.
+    /// Returns where the damaged copy went; `None` when the file is no longer damaged
+    /// (applied or deleted meanwhile: that change stands).
+    pub fn restore_pod(&mut self, pod: &Pod) -> Result<Option<PathBuf>, StoreError> {
+        self.check_writable()?;
+        let (ns, name) = (&pod.metadata.namespace, &pod.metadata.name);
+        let file = layout::file_name(ns, name).map_err(|e| StoreError::Invalid(e.0))?;
+        let dir = self.layout.kind_dir(Kind::Pod);
+        let lock = atomic::open_dir(&dir).at(&dir)?;
+        atomic::lock_exclusive(&lock).at(&dir)?;
+        let reason = match state_files::read(&self.layout, Kind::Pod, &file)? {
+            Found::Bad { reason } => reason,
+            Found::Missing | Found::Valid(_) => return Ok(None),
+        };
+        let quarantine_dir = self.layout.quarantine_dir();
+        let moved = quarantine(&quarantine_dir, &dir, &file, Kind::Pod, &reason)?;
+        let mut good = pod.clone();
+        good.status = None;
+        let bytes = to_bytes(&Object::Pod(Box::new(good)));
+        self.bytes_written +=
+            atomic::write_file(&dir, &file, &bytes, atomic::PLAIN_FILE_MODE).at(&dir.join(&file))?;
+        Ok(Some(moved))
+    }
+
+    /// Another pod (not `ns/name`) with `uid`, in the state directory or the firmware,
+    /// as `pod NS/NAME (FILE)`. Damaged state files are skipped, never moved: they may
+    /// be the only record of a running pod (see [`Store::desired_pods_keeping_damaged`]).
+    fn pod_with_uid(&mut self, uid: &str, ns: &str, name: &str) -> Option<String> {
+        let state = state_files::list(&self.layout, Kind::Pod, Access::ReadOnly)
+            .into_iter()
+            .map(|mut o| {
+                fill_uid(&mut o);
+                let file = layout::file_name(o.namespace(), o.name()).unwrap_or_default();
+                (o, self.layout.kind_dir(Kind::Pod).join(file))
+            });
+        let firmware = self.firmware.scan().into_iter();
+        self.firmware_scanned = true;
+        state
+            .chain(firmware)
+            .find(|(o, _)| {
+                Kind::of(o) == Kind::Pod
+                    && o.meta().uid == uid
+                    && (o.namespace(), o.name()) != (ns, name)
+            })
+            .map(|(o, path)| format!("pod {}/{} ({})", o.namespace(), o.name(), path.display()))
     }
 }
 

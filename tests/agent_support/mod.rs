@@ -113,6 +113,19 @@ impl Node {
         }
     }
 
+    /// The running agent's pid.
+    pub fn agent_pid(&self) -> Option<u32> {
+        self.agent.lock().unwrap().as_ref().map(Child::id)
+    }
+
+    /// Sets `key` (a top-level config field) to `value` in the node's config file; for
+    /// the agent's next start.
+    pub fn set_config(&self, key: &str, value: Value) {
+        let mut cfg: Value = serde_json::from_slice(&std::fs::read(&self.config).unwrap()).unwrap();
+        cfg[key] = value;
+        std::fs::write(&self.config, serde_json::to_vec_pretty(&cfg).unwrap()).unwrap();
+    }
+
     /// Asserts the agent is still running (it must never exit on its own).
     pub fn assert_agent_alive(&self) {
         let mut slot = self.agent.lock().unwrap();
@@ -409,6 +422,25 @@ pub fn wait_for<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<
             Instant::now() < deadline,
             "timed out after {timeout:?}: {what}"
         );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Watches for `window` that nothing goes wrong: `check` looks every 200 ms (at least
+/// twice) and returns what it found wrong; the first finding fails the test, naming
+/// what was watched. In place of a fixed sleep and one look at the end, so a change
+/// that comes and goes within the window is seen too.
+pub fn holds_for(what: &str, window: Duration, mut check: impl FnMut() -> Option<String>) {
+    let end = Instant::now() + window;
+    let mut looks = 0;
+    loop {
+        if let Some(wrong) = check() {
+            panic!("{what}: {wrong} (after {looks} good looks over {window:?})");
+        }
+        looks += 1;
+        if looks >= 2 && Instant::now() >= end {
+            return;
+        }
         std::thread::sleep(Duration::from_millis(200));
     }
 }

@@ -3,10 +3,11 @@
 //! demand: the method called picks the misbehaviour, the request message (an `Echo`
 //! string) carries its parameter.
 
+use crate::wire::{frame, grpc_head, trailers};
 use bytes::Bytes;
 use h2::server::SendResponse;
 use h2::{Reason, RecvStream};
-use http::{HeaderMap, HeaderValue, Request, Response};
+use http::{HeaderMap, Request, Response};
 use smol::channel::{Receiver, Sender};
 use smol::{Async, Task, Timer};
 use std::cell::{Cell, RefCell};
@@ -214,32 +215,8 @@ async fn read_request(mut body: RecvStream) -> String {
         .unwrap_or_default()
 }
 
-fn frame(msg: &[u8]) -> Vec<u8> {
-    let mut v = vec![0];
-    v.extend_from_slice(&(msg.len() as u32).to_be_bytes());
-    v.extend_from_slice(msg);
-    v
-}
-
 fn echo_frame(s: &str) -> Vec<u8> {
     frame(&prost::Message::encode_to_vec(&Echo { s: s.to_string() }))
-}
-
-fn grpc_head() -> Response<()> {
-    Response::builder()
-        .status(200)
-        .header("content-type", "application/grpc")
-        .body(())
-        .unwrap()
-}
-
-fn trailers(code: &str, message: &str) -> HeaderMap {
-    let mut t = HeaderMap::new();
-    t.insert("grpc-status", HeaderValue::from_str(code).unwrap());
-    if !message.is_empty() {
-        t.insert("grpc-message", HeaderValue::from_str(message).unwrap());
-    }
-    t
 }
 
 /// `"CODE|MESSAGE"` split in two.
