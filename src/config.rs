@@ -67,6 +67,12 @@ pub struct Config {
     pub sandbox_image: String,
     /// hostPath volumes are allowed only at or below one of these prefixes.
     pub allowed_host_paths: Vec<PathBuf>,
+    /// kubelet's `seccompDefault`: containers that set no seccomp profile get the
+    /// runtime's default one (else they run unconfined). On by default here: a
+    /// gateway's pods are to be treated as hostile.
+    pub seccomp_default: bool,
+    /// Where `Localhost` seccomp profiles live (kubelet's `<root-dir>/seccomp`).
+    pub seccomp_profile_root: PathBuf,
     /// Host resolv.conf used for dnsPolicy ClusterFirst/Default.
     pub resolv_conf: PathBuf,
     #[serde(rename = "imageGC")]
@@ -136,6 +142,8 @@ impl Default for Config {
             image_pull_timeout: Duration::from_secs(600),
             sandbox_image: "registry.k8s.io/pause:3.9".into(),
             allowed_host_paths: Vec::new(),
+            seccomp_default: true,
+            seccomp_profile_root: "/var/lib/kubelet/seccomp".into(),
             resolv_conf: "/etc/resolv.conf".into(),
             image_gc: ImageGcConfig::default(),
             container_gc: ContainerGcConfig::default(),
@@ -227,6 +235,12 @@ impl Config {
                     format!("must be absolute, got {p:?}"),
                 );
             }
+        }
+        if !self.seccomp_profile_root.is_absolute() {
+            return err(
+                "seccompProfileRoot",
+                format!("must be absolute, got {:?}", self.seccomp_profile_root),
+            );
         }
         if self.pleg_period < Duration::from_millis(100) {
             return err(
@@ -557,5 +571,19 @@ mod tests {
         assert!(e.0.contains("imageGC.lowThresholdPercent"), "{e}");
         let e = Config::parse(r#"{"stateDir":"rel/dir"}"#).unwrap_err();
         assert!(e.0.contains("stateDir"), "{e}");
+        let e = Config::parse(r#"{"seccompProfileRoot":"seccomp"}"#).unwrap_err();
+        assert_eq!(e.0, "seccompProfileRoot: must be absolute, got \"seccomp\"");
+    }
+
+    #[test]
+    fn seccomp_defaults_to_the_runtime_profile() {
+        let c = Config::default();
+        assert!(c.seccomp_default);
+        assert_eq!(
+            c.seccomp_profile_root,
+            Path::new("/var/lib/kubelet/seccomp")
+        );
+        let c = Config::parse(r#"{"seccompDefault":false}"#).unwrap();
+        assert!(!c.seccomp_default);
     }
 }

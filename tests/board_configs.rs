@@ -89,6 +89,12 @@ fn every_board_config_is_valid_and_sane() {
             "{name}"
         );
         assert!(!str_at(&v, "/sandboxImage").is_empty(), "{name}");
+        // Pods are confined by the runtime's seccomp profile unless they choose another.
+        assert_eq!(
+            v.pointer("/seccompDefault"),
+            Some(&Value::Bool(true)),
+            "{name}"
+        );
         // Every board sets a byte budget for images and logs.
         assert!(
             u64_at(&v, "/imageGC/maxBytes") > 0,

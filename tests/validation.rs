@@ -149,6 +149,36 @@ fn containers() {
         &["spec.containers[0].image: required"],
     );
     container(json!({"image": " busybox"}), &["spec.containers[0].image: must not have leading or trailing whitespace, got \" busybox\""]);
+    // Issue 15 item 9: the docker reference grammar, as kubelet parses images.
+    let bad_image = |image: &str, why: &str| {
+        container(
+            json!({ "image": image }),
+            &[&format!("spec.containers[0].image: must be an image reference [host[:port]/]path[:tag][@digest]: {why}, got {image:?}")],
+        )
+    };
+    let path = "each part of the repository path must be lowercase letters and digits, joined by '.', '_', '__' or '-'";
+    bad_image("localhost/busybox v1", path);
+    bad_image("busy\nbox:1", path);
+    bad_image("Busybox", "the repository name must be lowercase");
+    bad_image(
+        "127.0.0.1:5000/App",
+        "the repository name must be lowercase",
+    );
+    bad_image(
+        "busybox:1\n0",
+        "the tag must be 1-128 letters, digits, '_', '.' or '-', not starting with '.' or '-'",
+    );
+    bad_image(
+        "x@sha256:12",
+        "the digest must be ALGORITHM:HEX with at least 32 hex digits",
+    );
+    for good in [
+        "busybox",
+        "127.0.0.1:5000/a/b:v1",
+        &format!("x@sha256:{}", "ab".repeat(32)),
+    ] {
+        container(json!({ "image": good }), &[]);
+    }
     pod(
         json!({"spec": {
             "initContainers": [{"name": "a", "image": "x"}],
@@ -390,6 +420,18 @@ fn resources() {
         json!({"resources": {"limits": {"example.com/dongle": 1, "cpu": 0.25}}}),
         &[],
     );
+    // Issue 15 item 17: CPU quantities are bounded, so no arithmetic on them can wrap.
+    container(
+        json!({"resources": {"requests": {"cpu": "1000001"}, "limits": {"cpu": "9e18"}}}),
+        &[
+            &format!("{r}.limits.cpu: must be at most 1000000 CPUs, got 9e18"),
+            &format!("{r}.requests.cpu: must be at most 1000000 CPUs, got 1000001"),
+        ],
+    );
+    container(
+        json!({"resources": {"requests": {"cpu": "0"}, "limits": {"cpu": "1M", "memory": "7Ei"}}}),
+        &[],
+    );
 }
 
 #[test]
@@ -534,6 +576,82 @@ fn pod_level_fields() {
             "spec.containers[0].securityContext.allowPrivilegeEscalation: cannot be false when privileged is true",
         ],
     );
+}
+
+/// Issue 15 item 4: seccomp and AppArmor profiles, procMount, the AppArmor annotation.
+#[test]
+fn security_profiles() {
+    let sc = "spec.containers[0].securityContext";
+    let with = |c: Value| json!({"securityContext": c});
+    container(with(json!({"seccompProfile": {}})), &[&format!("{sc}.seccompProfile.type: required, must be one of RuntimeDefault, Unconfined, Localhost")]);
+    container(
+        with(json!({"seccompProfile": {"type": "Localhost"}})),
+        &[&format!(
+            "{sc}.seccompProfile.localhostProfile: required when type is Localhost"
+        )],
+    );
+    container(
+        with(json!({"seccompProfile": {"type": "Localhost", "localhostProfile": "/etc/shadow"}})),
+        &[&format!(
+            "{sc}.seccompProfile.localhostProfile: must be a relative path, got \"/etc/shadow\""
+        )],
+    );
+    container(
+        with(json!({"seccompProfile": {"type": "Localhost", "localhostProfile": "a/../../x"}})),
+        &[&format!(
+            "{sc}.seccompProfile.localhostProfile: must not contain '..', got \"a/../../x\""
+        )],
+    );
+    container(
+        with(json!({"appArmorProfile": {"type": "RuntimeDefault", "localhostProfile": "x"}})),
+        &[&format!(
+            "{sc}.appArmorProfile.localhostProfile: may only be set when type is Localhost"
+        )],
+    );
+    container(
+        with(json!({"appArmorProfile": {"type": "Localhost", "localhostProfile": " p"}})),
+        &[&format!("{sc}.appArmorProfile.localhostProfile: must not be padded with whitespace or hold control characters, got \" p\"")],
+    );
+    pod(
+        json!({"spec": {"securityContext": {"seccompProfile": {"type": "Localhost"}, "appArmorProfile": {}}}}),
+        &[
+            "spec.securityContext.seccompProfile.localhostProfile: required when type is Localhost",
+            "spec.securityContext.appArmorProfile.type: required, must be one of RuntimeDefault, Unconfined, Localhost",
+        ],
+    );
+    let key = "container.apparmor.security.beta.kubernetes.io";
+    pod(
+        json!({"metadata": {"annotations": {format!("{key}/nope"): "runtime/default", format!("{key}/a"): "docker-default"}}}),
+        &[
+            &format!("metadata.annotations[{key}/a]: must be runtime/default, unconfined or localhost/<profile>, got \"docker-default\""),
+            &format!("metadata.annotations[{key}/nope]: must name a container of the pod, got \"nope\""),
+        ],
+    );
+    pod(
+        json!({"metadata": {"annotations": {format!("{key}/a"): "localhost/"}}}),
+        &[&format!(
+            "metadata.annotations[{key}/a]: the profile name is required"
+        )],
+    );
+    // Every accepted form.
+    pod(
+        json!({"metadata": {"annotations": {format!("{key}/a"): "localhost/k8s-apparmor-example"}},
+               "spec": {"securityContext": {"seccompProfile": {"type": "RuntimeDefault"}, "appArmorProfile": {"type": "Unconfined"}},
+                        "containers": [{"name": "a", "image": "busybox", "securityContext": {
+                            "procMount": "Unmasked", "privileged": true,
+                            "seccompProfile": {"type": "Localhost", "localhostProfile": "profiles/audit.json"},
+                            "appArmorProfile": {"type": "Localhost", "localhostProfile": "k8s-apparmor-example-deny-write"}}}]}}),
+        &[],
+    );
+    let got = errors_of(&{
+        let mut doc = base_pod();
+        merge(
+            &mut doc,
+            &json!({"spec": {"containers": [{"name": "a", "image": "x", "securityContext": {"procMount": "Masked"}}]}}),
+        );
+        doc
+    });
+    assert!(got[0].starts_with("t: spec.containers[0].securityContext.procMount: unknown variant `Masked`, expected `Default` or `Unmasked`"), "{got:?}");
 }
 
 #[test]

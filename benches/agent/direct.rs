@@ -13,6 +13,7 @@ use tinylet::kuberuntime::dns::ResolvConf;
 use tinylet::kuberuntime::env::{Objects, PodFacts};
 use tinylet::kuberuntime::labels;
 use tinylet::kuberuntime::sandbox::{log_directory, sandbox_config};
+use tinylet::kuberuntime::security::SeccompPolicy;
 use tinylet::model::{parse_pod, ConfigMap, Secret};
 
 /// The bench pods refer to no configMap or secret.
@@ -82,6 +83,11 @@ pub async fn start_pod(
         facts: &facts,
         objects: &NoObjects,
         mem_capacity: 1 << 30,
+        // What the agent sends by default (seccompDefault), so both sides do the same work.
+        seccomp: SeccompPolicy {
+            default_runtime: true,
+            profile_root: Path::new("/var/lib/kubelet/seccomp"),
+        },
     };
     let mut cfg = container_config(&pod, c, 0, &image.id, &cctx).map_err(|e| e.to_string())?;
     relabel(&mut cfg.labels);

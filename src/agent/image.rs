@@ -37,6 +37,7 @@ pub async fn ensure(
     backoff: &mut Backoff,
 ) -> Result<Ensured, Waiting> {
     let image = c.image.as_str();
+    invalid_name(image)?;
     let policy = c
         .image_pull_policy
         .unwrap_or_else(|| pull_policy_for(image));
@@ -107,6 +108,18 @@ pub async fn ensure(
     }
 }
 
+/// kubelet's `InvalidImageName`: a reference outside the docker grammar is never
+/// inspected or pulled. Validation refuses such images at apply; this holds for
+/// anything that got past it.
+fn invalid_name(image: &str) -> Result<(), Waiting> {
+    crate::model::image_name::check(image).map_err(|why| {
+        waiting(
+            "InvalidImageName",
+            format!("Failed to apply default image tag {image:?}: couldn't parse image name {image:?}: invalid reference format: {why}"),
+        )
+    })
+}
+
 /// Pulls `image`, trying each matching credential of the pod's imagePullSecrets in turn
 /// (as kubelet), then anonymously when there is none.
 pub async fn pull(ctx: &Context, pod: &Pod, image: &str) -> Result<String, String> {
@@ -147,4 +160,19 @@ pub async fn pull(ctx: &Context, pod: &Pod, image: &str) -> Result<String, Strin
         }
     }
     Err(last_err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn invalid_names_wait_without_a_pull() {
+        let w = invalid_name("localhost/busybox v1").unwrap_err();
+        assert_eq!(w.reason, "InvalidImageName");
+        assert!(w.message.starts_with("Failed to apply default image tag \"localhost/busybox v1\": couldn't parse image name"), "{}", w.message);
+        assert!(invalid_name("Busybox").is_err());
+        assert!(invalid_name("a\nb").is_err());
+        assert!(invalid_name("127.0.0.1:5000/a/b:v1").is_ok());
+    }
 }

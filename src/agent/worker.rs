@@ -21,6 +21,7 @@ use crate::kuberuntime::hash::{container_hash, sandbox_hash};
 use crate::kuberuntime::non_root::{self, ImageUser};
 use crate::kuberuntime::observed::{ObservedPod, ObservedSandbox};
 use crate::kuberuntime::sandbox::{log_directory, sandbox_config};
+use crate::kuberuntime::security::SeccompPolicy;
 use crate::kuberuntime::status::{pod_status, StatusInput, Waiting};
 use crate::kuberuntime::{termination, tmpfs, volumes, SyncError};
 use crate::model::time::now_rfc3339;
@@ -533,6 +534,10 @@ impl Worker {
             facts: &facts,
             objects: &*self.ctx,
             mem_capacity: self.ctx.host.mem_capacity,
+            seccomp: SeccompPolicy {
+                default_runtime: cfg.seccomp_default,
+                profile_root: &cfg.seccomp_profile_root,
+            },
         };
         let checked = match self.check_non_root(c, &ensured.image_ref).await {
             Ok(()) => container_config(&self.pod, c, s.restart_count, &ensured.image_ref, &cctx),

@@ -35,6 +35,25 @@ mod tests {
     }
 
     #[test]
+    fn security_profiles_and_proc_paths_use_upstream_numbers() {
+        let sc = LinuxContainerSecurityContext {
+            masked_paths: vec!["/a".into()],
+            // RuntimeDefault is 0: an empty but present message, as kubelet sends it.
+            seccomp: Some(SecurityProfile::default()),
+            apparmor: Some(SecurityProfile {
+                profile_type: security_profile::ProfileType::Unconfined as i32,
+                localhost_ref: String::new(),
+            }),
+            ..Default::default()
+        };
+        let apparmor_key = [0x82, 0x01]; // field 16, length-delimited: a two-byte varint
+        let mut want = vec![key(13, 2), 2, b'/', b'a', key(15, 2), 0];
+        want.extend(apparmor_key);
+        want.extend([2, key(1, 0), 1]);
+        assert_eq!(sc.encode_to_vec(), want);
+    }
+
+    #[test]
     fn nested_and_map_fields_use_upstream_numbers() {
         let f = ContainerFilter {
             state: Some(ContainerStateValue {

@@ -3,9 +3,10 @@
 //! environment, mounts, labels and annotations (spec hash, restart count), the log path
 //! `NAME/RESTART.log`, resources and the Linux security context.
 
-use super::env::{container_env, expand, Objects, PodFacts};
+use super::env::{container_env, Env, Objects, PodFacts};
 use super::resources::linux_resources;
 use super::sandbox::{namespace_options, supplemental_groups};
+use super::security::{container_apparmor, container_seccomp, proc_paths, SeccompPolicy};
 use super::{hash, labels, volumes, SyncError};
 use crate::cri::pb;
 use crate::model::{Container, Pod};
@@ -20,6 +21,8 @@ pub struct ContainerContext<'a> {
     pub objects: &'a dyn Objects,
     /// Bytes of memory of the machine, for the Burstable oom_score_adj.
     pub mem_capacity: i64,
+    /// The seccomp profile of containers that choose none, and where Localhost ones are.
+    pub seccomp: SeccompPolicy<'a>,
 }
 
 /// `NAME/RESTART.log`, relative to the sandbox's log directory.
@@ -71,7 +74,9 @@ pub fn container_config(
     image_ref: &str,
     ctx: &ContainerContext,
 ) -> Result<pb::ContainerConfig, SyncError> {
-    let env = container_env(pod, c, ctx.facts, ctx.objects)?;
+    let mut env = container_env(pod, c, ctx.facts, ctx.objects)?;
+    let command = expand_all(&mut env, "command", &c.command)?;
+    let args = expand_all(&mut env, "args", &c.args)?;
     let mounts = volumes::mounts(pod, c, ctx.pods_dir, ctx.allowed_host_paths)?;
     Ok(pb::ContainerConfig {
         metadata: Some(pb::ContainerMetadata {
@@ -83,10 +88,11 @@ pub fn container_config(
             annotations: BTreeMap::new(),
             user_specified_image: c.image.clone(),
         }),
-        command: c.command.iter().map(|s| expand(s, &env)).collect(),
-        args: c.args.iter().map(|s| expand(s, &env)).collect(),
+        command,
+        args,
         working_dir: c.working_dir.clone(),
         envs: env
+            .into_vars()
             .into_iter()
             .map(|(key, value)| pb::KeyValue { key, value })
             .collect(),
@@ -99,16 +105,32 @@ pub fn container_config(
         tty: c.tty,
         linux: Some(pb::LinuxContainerConfig {
             resources: Some(linux_resources(pod, c, ctx.mem_capacity)),
-            security_context: Some(security_context(pod, c)),
+            security_context: Some(security_context(pod, c, ctx.seccomp)),
         }),
     })
 }
 
-/// The container's Linux security context: the container's settings over the pod's.
-fn security_context(pod: &Pod, c: &Container) -> pb::LinuxContainerSecurityContext {
+/// `items` (the command or args) with `$(VAR)` expanded, each named `field[i]` in errors.
+fn expand_all(env: &mut Env, field: &str, items: &[String]) -> Result<Vec<String>, SyncError> {
+    let what = |i| format!("{field}[{i}]");
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, s)| env.expand(what(i), s))
+        .collect()
+}
+
+/// The container's Linux security context: the container's settings over the pod's,
+/// masked and read-only /proc paths, seccomp and AppArmor (`security.rs`).
+fn security_context(
+    pod: &Pod,
+    c: &Container,
+    seccomp: SeccompPolicy,
+) -> pb::LinuxContainerSecurityContext {
     let psc = pod.spec.security_context.clone().unwrap_or_default();
     let csc = c.security_context.clone().unwrap_or_default();
     let caps = csc.capabilities.clone().unwrap_or_default();
+    let (masked_paths, readonly_paths) = proc_paths(c);
     pb::LinuxContainerSecurityContext {
         capabilities: Some(pb::Capability {
             add_capabilities: caps.add,
@@ -128,6 +150,10 @@ fn security_context(pod: &Pod, c: &Container) -> pb::LinuxContainerSecurityConte
         supplemental_groups: supplemental_groups(pod),
         // kubelet sets no_new_privs only when privilege escalation is explicitly denied.
         no_new_privs: csc.allow_privilege_escalation == Some(false),
+        masked_paths,
+        readonly_paths,
+        seccomp: Some(container_seccomp(pod, c, seccomp)),
+        apparmor: container_apparmor(pod, c),
         ..Default::default()
     }
 }
@@ -198,6 +224,10 @@ mod tests {
             facts: &facts,
             objects: &NoObjects,
             mem_capacity: 1 << 30,
+            seccomp: SeccompPolicy {
+                default_runtime: true,
+                profile_root: Path::new("/var/lib/kubelet/seccomp"),
+            },
         };
         let cfg = container_config(&p, &c, 3, "sha256:abc", &ctx).unwrap();
         assert_eq!(

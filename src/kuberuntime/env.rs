@@ -2,12 +2,12 @@
 //! and Secrets, each key prefixed), then `env` in order, where a value may use `$(VAR)`
 //! to refer to a variable defined before it. `valueFrom` reads a pod field, a resource
 //! of the container, or a key of a ConfigMap/Secret from the store. The same expansion
-//! applies to `command` and `args`.
+//! applies to `command` and `args`; it is bounded (`expand.rs`).
 
+pub use super::expand::Env;
 use super::SyncError;
 use crate::model::container::{EnvVar, ResourceFieldSelector};
 use crate::model::{ConfigMap, Container, Pod, Secret};
-use std::collections::BTreeMap;
 
 /// Lookups of the objects a pod refers to (implemented by the store).
 pub trait Objects {
@@ -24,15 +24,15 @@ pub struct PodFacts {
 }
 
 /// Builds the ordered environment of `c`. Missing non-optional references are a
-/// `CreateContainerConfigError`, as in kubelet.
+/// `CreateContainerConfigError`, as in kubelet, and so is a value past the bounds.
 pub fn container_env(
     pod: &Pod,
     c: &Container,
     facts: &PodFacts,
     objects: &dyn Objects,
-) -> Result<Vec<(String, String)>, SyncError> {
+) -> Result<Env, SyncError> {
     let ns = &pod.metadata.namespace;
-    let mut env: Vec<(String, String)> = Vec::new();
+    let mut env = Env::default();
     for from in &c.env_from {
         let entries = if let Some(r) = &from.config_map_ref {
             match objects.configmap(ns, &r.name) {
@@ -50,32 +50,23 @@ pub fn container_env(
             continue;
         };
         for (k, v) in entries {
-            set(
-                &mut env,
+            env.set(
                 format!("{}{k}", from.prefix),
                 String::from_utf8_lossy(&v).into_owned(),
-            );
+            )?;
         }
     }
     for var in &c.env {
-        let value = match &var.value_from {
-            None => expand(&var.value, &env),
-            Some(_) => match value_from(pod, c, var, facts, objects)? {
-                Some(v) => v,
-                None => continue,
-            },
-        };
-        set(&mut env, var.name.clone(), value);
+        match &var.value_from {
+            None => env.set_expanded(var.name.clone(), &var.value)?,
+            Some(_) => {
+                if let Some(v) = value_from(pod, c, var, facts, objects)? {
+                    env.set(var.name.clone(), v)?;
+                }
+            }
+        }
     }
     Ok(env)
-}
-
-/// Replaces or appends `name` (a later definition wins, in the earlier's place).
-fn set(env: &mut Vec<(String, String)>, name: String, value: String) {
-    match env.iter_mut().find(|(n, _)| *n == name) {
-        Some(slot) => slot.1 = value,
-        None => env.push((name, value)),
-    }
 }
 
 fn config_error(message: String) -> SyncError {
@@ -171,37 +162,6 @@ fn resource_value(c: &Container, r: &ResourceFieldSelector) -> Result<String, Sy
         )));
     }
     Ok(((nanos + divisor - 1) / divisor).to_string())
-}
-
-/// Expands `$(VAR)` from `env`; `$$` is a literal `$`; an unknown or unterminated
-/// reference is left as written (kubelet's rules).
-pub fn expand(input: &str, env: &[(String, String)]) -> String {
-    let lookup: BTreeMap<&str, &str> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let mut out = String::with_capacity(input.len());
-    let mut rest = input;
-    while let Some(pos) = rest.find('$') {
-        out.push_str(&rest[..pos]);
-        let after = &rest[pos + 1..];
-        if let Some(tail) = after.strip_prefix('$') {
-            out.push('$');
-            rest = tail;
-        } else if let Some((name, tail)) = after.strip_prefix('(').and_then(|a| a.split_once(')')) {
-            match lookup.get(name) {
-                Some(v) => out.push_str(v),
-                None => {
-                    out.push_str("$(");
-                    out.push_str(name);
-                    out.push(')');
-                }
-            }
-            rest = tail;
-        } else {
-            out.push('$');
-            rest = after;
-        }
-    }
-    out.push_str(rest);
-    out
 }
 
 #[cfg(test)]

@@ -1,11 +1,13 @@
 //! kubelet's kuberuntime, reduced: pods to CRI sandbox/container configs, status back.
 pub mod dns;
 pub mod env;
+pub mod expand;
 pub mod hash;
 pub mod labels;
 pub mod non_root;
 pub mod observed;
 pub mod sandbox;
+pub mod security;
 
 /// Why a pod or container could not be set up, in kubelet's terms: `reason` is what the
 /// container's waiting state shows (`CreateContainerConfigError`, `ErrImagePull`, ...),

@@ -9,6 +9,10 @@ pub const CPU_PERIOD_US: i64 = 100_000;
 const MIN_SHARES: i64 = 2;
 const MAX_SHARES: i64 = 262_144;
 const SHARES_PER_CPU: i64 = 1024;
+/// kubelet's smallest quota: 1 ms per period.
+const MIN_QUOTA_US: i64 = 1000;
+/// The kernel's largest CFS quota (`max_cfs_runtime`, 2^44-1 us); a larger one is EINVAL.
+const MAX_QUOTA_US: i64 = (1 << 44) - 1;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum QosClass {
@@ -95,12 +99,26 @@ pub fn oom_score_adj(qos: QosClass, c: &Container, mem_capacity: i64) -> i64 {
     }
 }
 
+/// kubelet's `MilliCPUToShares`: `milli x 1024 / 1000` within [2, 262144] (2 is the
+/// kernel's minimum, what no request gets). Saturating: validation bounds CPU
+/// quantities, and nothing here may wrap whatever it is given.
+fn cpu_shares(milli: i64) -> i64 {
+    (milli.saturating_mul(SHARES_PER_CPU) / 1000).clamp(MIN_SHARES, MAX_SHARES)
+}
+
+/// kubelet's `milliCPUToQuota`: a limit of 0 is no quota; otherwise `milli x period /
+/// 1000`, at least 1 ms, saturating and at most what the kernel accepts.
+fn cpu_quota(milli: i64) -> i64 {
+    if milli <= 0 {
+        return 0;
+    }
+    (milli.saturating_mul(CPU_PERIOD_US) / 1000).clamp(MIN_QUOTA_US, MAX_QUOTA_US)
+}
+
 /// The container's Linux resources for CRI.
 pub fn linux_resources(pod: &Pod, c: &Container, mem_capacity: i64) -> pb::LinuxContainerResources {
-    let shares = request_milli(c, "cpu").map_or(MIN_SHARES, |m| {
-        (m * SHARES_PER_CPU / 1000).clamp(MIN_SHARES, MAX_SHARES)
-    });
-    let quota = milli(c, "limits", "cpu").map_or(0, |m| (m * CPU_PERIOD_US / 1000).max(1000));
+    let shares = request_milli(c, "cpu").map_or(MIN_SHARES, cpu_shares);
+    let quota = milli(c, "limits", "cpu").map_or(0, cpu_quota);
     pb::LinuxContainerResources {
         cpu_period: if quota > 0 { CPU_PERIOD_US } else { 0 },
         cpu_quota: quota,
@@ -213,6 +231,41 @@ mod tests {
             (r.cpu_shares, r.cpu_quota, r.oom_score_adj),
             (2, 1000, -997)
         );
+    }
+
+    /// Issue 15 item 17: no CPU quantity makes the arithmetic wrap; kubelet's clamps
+    /// hold at both ends.
+    #[test]
+    fn cpu_numbers_at_the_edges() {
+        for (milli, shares, quota) in [
+            (0, 2, 0),
+            (1, 2, 1000),
+            (2, 2, 1000),
+            (9, 9, 1000),
+            (10, 10, 1000),
+            (1000, 1024, 100_000),
+            (256_000, 262_144, 25_600_000),
+            (1_000_000_000, 262_144, 100_000_000_000),
+            (i64::MAX, 262_144, MAX_QUOTA_US),
+        ] {
+            assert_eq!(
+                (cpu_shares(milli), cpu_quota(milli)),
+                (shares, quota),
+                "{milli}m"
+            );
+        }
+        // Through the container: the largest limit validation accepts, a limit of 0
+        // (no quota, as kubelet) and the saturated value of a huge quantity.
+        for (limit, quota) in [
+            ("1000000", 100_000_000_000),
+            ("0", 0),
+            ("1e15", MAX_QUOTA_US),
+        ] {
+            let ct = c(&[], &[("cpu", limit)]);
+            let r = linux_resources(&pod(vec![ct.clone()]), &ct, 1 << 30);
+            assert_eq!(r.cpu_quota, quota, "{limit}");
+            assert_eq!(r.cpu_period, if quota > 0 { CPU_PERIOD_US } else { 0 });
+        }
     }
 
     #[test]

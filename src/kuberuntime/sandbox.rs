@@ -145,7 +145,7 @@ fn linux_config(pod: &Pod) -> pb::LinuxPodSandboxConfig {
             readonly_rootfs: false,
             supplemental_groups: supplemental_groups(pod),
             privileged,
-            seccomp: None,
+            seccomp: Some(super::security::sandbox_seccomp()),
         }),
         sysctls: psc
             .sysctls

@@ -384,6 +384,64 @@ pub struct SecurityContext {
     pub allow_privilege_escalation: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub capabilities: Option<Capabilities>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proc_mount: Option<ProcMountType>,
+    /// Overrides the pod's; absent in both means the agent's `seccompDefault`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seccomp_profile: Option<SecurityProfile>,
+    /// Overrides the pod's (and the legacy per-container annotation).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub app_armor_profile: Option<SecurityProfile>,
+}
+
+/// How /proc is mounted: `Default` masks and write-protects kubelet's list of
+/// sensitive /proc and /sys paths; `Unmasked` leaves them as the runtime mounts them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ProcMountType {
+    Default,
+    Unmasked,
+}
+
+/// A seccomp profile (`seccompProfile`) or an AppArmor profile (`appArmorProfile`):
+/// Kubernetes gives both the same shape and the same three types.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SecurityProfile {
+    /// Required; an Option so that a missing type is reported, not defaulted.
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub type_: Option<ProfileType>,
+    /// Only with `Localhost`: a file below `seccompProfileRoot` (seccomp) or the name
+    /// of a profile loaded in the kernel (AppArmor).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub localhost_profile: Option<String>,
+}
+
+/// The legacy per-container AppArmor annotation (`PREFIX` + container name), which
+/// kubelet still honours for pods whose fields were never synced from it.
+pub const APPARMOR_ANNOTATION_PREFIX: &str = "container.apparmor.security.beta.kubernetes.io/";
+
+impl SecurityProfile {
+    /// The profile a legacy AppArmor annotation value names (`runtime/default`,
+    /// `unconfined`, `localhost/NAME`); None for anything else, as kubelet reads it.
+    pub fn from_apparmor_annotation(value: &str) -> Option<SecurityProfile> {
+        let (type_, name) = match value {
+            "runtime/default" => (ProfileType::RuntimeDefault, None),
+            "unconfined" => (ProfileType::Unconfined, None),
+            v => (ProfileType::Localhost, Some(v.strip_prefix("localhost/")?)),
+        };
+        Some(SecurityProfile {
+            type_: Some(type_),
+            localhost_profile: name.map(str::to_string),
+        })
+    }
+}
+
+/// Which profile: the runtime's default, none, or one installed on the node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ProfileType {
+    RuntimeDefault,
+    Unconfined,
+    Localhost,
 }
 
 /// Linux capabilities added to or dropped from the runtime's default set.

@@ -10,6 +10,7 @@ pub mod base64;
 pub mod configmap;
 pub mod container;
 pub mod defaults;
+pub mod image_name;
 mod json_path;
 pub mod meta;
 mod nulls;
@@ -169,15 +170,10 @@ pub fn parse_object(source: &str, bytes: &[u8]) -> Result<Object, ModelError> {
             "expected a JSON object (a v1 Pod, ConfigMap or Secret)",
         ));
     }
-    let blanked;
-    let bytes = if bytes.windows(4).any(|w| w == b"null") {
-        let mut copy = bytes.to_vec();
-        nulls::blank_null_members(&mut copy);
-        blanked = copy;
-        &blanked[..]
-    } else {
-        bytes
-    };
+    let original = bytes;
+    let blanked = nulls::without_null_members(original)
+        .map_err(|e| ModelError::one(source, describe(&e, original)))?;
+    let bytes = &blanked[..];
     let tm: meta::TypeMeta = decode(source, bytes)?;
     let mut errors = Vec::new();
     if tm.api_version != meta::API_VERSION {

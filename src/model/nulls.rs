@@ -1,67 +1,83 @@
 //! `null` object members read as absent, as Go's JSON decoder reads them (YAML-to-JSON
 //! tools write `env: null` for an empty `env:`; kubectl writes `creationTimestamp: null`).
 //!
-//! Done once on the text instead of per field in serde: each `"key": null` member (and
-//! one comma next to it) is overwritten with spaces, newlines kept, so line and column
-//! numbers in later errors still point into the original. A generic per-field wrapper
-//! cost about 50 KB of code; this is one small loop. `null` inside arrays is left alone.
+//! The document is first parsed strictly as JSON (into `IgnoredAny`: no values are
+//! built), so malformed text is refused as written and never repaired. Only then is each
+//! `"key": null` member (and one comma next to it) overwritten with spaces, newlines
+//! kept, so line and column numbers in later errors still point into the original. A
+//! generic per-field wrapper cost about 50 KB of code; this is one small loop. `null`
+//! inside arrays is left alone.
 
-/// Blanks every `"key": null` object member in place. Never fails: text that is not
-/// valid JSON is left for the parser to refuse.
-pub fn blank_null_members(text: &mut [u8]) {
-    // For each open object: where the comma before the current member is, and whether a
-    // member was blanked with no comma before it (so the comma after it must go).
-    struct Obj {
-        comma: Option<usize>,
-        drop_next_comma: bool,
+use serde::de::IgnoredAny;
+use std::borrow::Cow;
+
+/// `bytes` checked to be one JSON document, with its `"key": null` members blanked.
+/// The error is serde_json's (with line and column) for text that is not JSON.
+pub fn without_null_members(bytes: &[u8]) -> Result<Cow<'_, [u8]>, serde_json::Error> {
+    if !bytes.windows(4).any(|w| w == b"null") {
+        // Nothing to blank: the typed parse that follows is strict on its own.
+        return Ok(Cow::Borrowed(bytes));
     }
-    // None for an array level.
-    let mut stack: Vec<Option<Obj>> = Vec::new();
+    // Skipping values is iterative in serde_json (one byte of heap per nesting level),
+    // so this costs no stack however deep the document is.
+    serde_json::from_slice::<IgnoredAny>(bytes)?;
+    let mut copy = bytes.to_vec();
+    blank_null_members(&mut copy);
+    Ok(Cow::Owned(copy))
+}
+
+/// Blanks every `"key": null` object member of `text`, which must be valid JSON.
+///
+/// In valid JSON the state of an object matters only between its members: once a
+/// member's value starts, no comma is pending, so an object needs no saved state while
+/// a nested value is scanned. The stack holds one flag per level (object or array).
+fn blank_null_members(text: &mut [u8]) {
+    // Within the innermost object: where the comma before the current member is, and
+    // whether a member was blanked with no comma before it (so the comma after it must go).
+    let mut comma: Option<usize> = None;
+    let mut drop_next_comma = false;
+    // true for an object level.
+    let mut levels: Vec<bool> = Vec::new();
     let mut i = 0;
     while i < text.len() {
+        let in_object = levels.last() == Some(&true);
         match text[i] {
             b'"' => {
                 let start = i;
                 i = skip_string(text, i);
-                if let Some(Some(obj)) = stack.last_mut() {
+                if in_object {
                     if let Some(end) = null_value_after_key(text, i) {
-                        let from = obj.comma.unwrap_or(start);
-                        obj.drop_next_comma = obj.comma.is_none();
-                        obj.comma = None;
+                        let from = comma.unwrap_or(start);
+                        drop_next_comma = comma.is_none();
+                        comma = None;
                         blank(&mut text[from..end]);
                         i = end;
                         continue;
                     }
-                    // Not null: skip past the value's start; the scan continues inside it.
-                    obj.comma = None;
+                    // Not null: the value follows; the scan continues inside it.
+                    comma = None;
                 }
                 continue;
             }
-            b',' => {
-                if let Some(Some(obj)) = stack.last_mut() {
-                    if obj.drop_next_comma {
-                        text[i] = b' ';
-                        obj.drop_next_comma = false;
-                    } else {
-                        obj.comma = Some(i);
-                    }
+            b',' if in_object => {
+                if drop_next_comma {
+                    text[i] = b' ';
+                    drop_next_comma = false;
+                } else {
+                    comma = Some(i);
                 }
             }
-            b'{' => stack.push(Some(Obj {
-                comma: None,
-                drop_next_comma: false,
-            })),
-            b'[' => stack.push(None),
+            open @ (b'{' | b'[') => {
+                levels.push(open == b'{');
+                comma = None;
+                drop_next_comma = false;
+            }
             b'}' | b']' => {
-                stack.pop();
+                levels.pop();
+                comma = None;
+                drop_next_comma = false;
             }
-            _ => {
-                if let Some(Some(obj)) = stack.last_mut() {
-                    if !text[i].is_ascii_whitespace() && text[i] != b':' {
-                        obj.drop_next_comma = false;
-                    }
-                }
-            }
+            _ => {}
         }
         i += 1;
     }
@@ -142,21 +158,53 @@ mod tests {
     }
 
     #[test]
-    fn lines_are_kept_and_garbage_survives() {
+    fn lines_are_kept() {
         let s = "{\"a\":\n null,\n\"b\": 1}";
-        let mut b = s.as_bytes().to_vec();
-        blank_null_members(&mut b);
-        assert_eq!(b.iter().filter(|&&c| c == b'\n').count(), 2);
-        for junk in [
-            "{\"a\": nul",
-            "\"",
-            "{\"a\":",
-            "}}]]",
-            "{\"a\" null}",
-            "{,,\"a\":null",
+        let out = without_null_members(s.as_bytes()).unwrap();
+        assert_eq!(out.iter().filter(|&&c| c == b'\n').count(), 2);
+        assert_eq!(out.len(), s.len());
+    }
+
+    #[test]
+    fn text_without_null_is_borrowed_as_is() {
+        let s = br#"{"a": 1, "b": [2]}"#;
+        assert!(matches!(without_null_members(s), Ok(Cow::Borrowed(_))));
+        // Malformed text without a null is left for the typed parse to refuse.
+        assert!(without_null_members(b"{\"a\" 1}").is_ok());
+    }
+
+    /// Issue 15 item 8: blanking a null member must never turn malformed text into JSON.
+    #[test]
+    fn malformed_json_is_refused_not_repaired() {
+        for bad in [
+            r#"{"spec":{"a":1} "status":null}"#,
+            r#"{"a":1 "b":null}"#,
+            r#"{"a":null "b":1}"#,
+            r#"{"a":null,}"#,
+            r#"{"a":null,,"b":1}"#,
+            r#"{,"a":null}"#,
+            r#"{"a":null}}"#,
+            r#"{"a":null} {"b":null}"#,
+            r#"[null,]"#,
+            r#"{"a" null}"#,
+            r#"{"a":null"#,
+            "{\"a\":null, // comment\n}",
         ] {
-            let mut b = junk.as_bytes().to_vec();
-            blank_null_members(&mut b);
+            let e = without_null_members(bad.as_bytes()).expect_err(bad);
+            assert!(e.line() >= 1, "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn deep_valid_nesting_costs_no_stack() {
+        let depth = 400_000;
+        let doc = format!(
+            r#"{{"x":null,"deep":{}{}}}"#,
+            "[".repeat(depth),
+            "]".repeat(depth)
+        );
+        let out = without_null_members(doc.as_bytes()).unwrap();
+        assert!(!out.windows(4).any(|w| w == b"null"));
+        serde_json::from_slice::<IgnoredAny>(&out).unwrap();
     }
 }

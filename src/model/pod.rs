@@ -4,7 +4,7 @@
 //! ignored so manifests written by kubectl parse as they are; `null` reads as absent,
 //! as in Go. Defaults the API server would fill in are applied by [`super::defaults`].
 
-use super::container::Container;
+use super::container::{Container, SecurityProfile};
 use super::meta::ObjectMeta;
 use super::quantity::Quantity;
 use super::serde_util::is_false;
@@ -116,6 +116,11 @@ pub struct PodSecurityContext {
     pub supplemental_groups: Vec<i64>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sysctls: Vec<Sysctl>,
+    /// Every container's, unless it sets its own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seccomp_profile: Option<SecurityProfile>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub app_armor_profile: Option<SecurityProfile>,
 }
 
 /// A namespaced kernel parameter set in the pod's sandbox.

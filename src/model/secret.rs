@@ -60,17 +60,22 @@ impl Secret {
             TYPE_DOCKERCFG => (DOCKERCFG_KEY, false),
             _ => return Ok(Vec::new()),
         };
-        let mut bytes = self
+        let raw = self
             .get(key)
             .ok_or_else(|| format!("data[{key}]: required for type {}", self.type_))?;
-        super::nulls::blank_null_members(&mut bytes);
+        let what = if nested {
+            "a docker config.json"
+        } else {
+            "a dockercfg"
+        };
+        let not = |e: serde_json::Error| format!("data[{key}]: not {what}: {e}");
+        let bytes = super::nulls::without_null_members(&raw).map_err(not)?;
         let entries: BTreeMap<String, DockerConfigEntry> = if nested {
             serde_json::from_slice::<DockerConfigJson>(&bytes)
-                .map_err(|e| format!("data[{key}]: not a docker config.json: {e}"))?
+                .map_err(not)?
                 .auths
         } else {
-            serde_json::from_slice(&bytes)
-                .map_err(|e| format!("data[{key}]: not a dockercfg: {e}"))?
+            serde_json::from_slice(&bytes).map_err(not)?
         };
         let mut out = Vec::new();
         for (registry, e) in entries {

@@ -14,12 +14,17 @@ use super::Object;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Display;
 
+mod security;
+
 /// All problems with `obj` (already defaulted); empty when it is valid.
 pub fn validate(obj: &Object) -> Vec<String> {
     let mut v = Errors::default();
     v.meta(obj.meta());
     match obj {
-        Object::Pod(p) => v.pod_spec(&p.spec),
+        Object::Pod(p) => {
+            v.pod_spec(&p.spec);
+            v.app_armor_annotations(&p.metadata, &p.spec);
+        }
         Object::ConfigMap(c) => v.config_map(c),
         Object::Secret(s) => v.secret(s),
     }
@@ -178,6 +183,12 @@ impl Errors {
             self.id(format_args!("{p}.fsGroup"), sc.fs_group);
             for (i, g) in sc.supplemental_groups.iter().enumerate() {
                 self.id(format_args!("{p}.supplementalGroups[{i}]"), Some(*g));
+            }
+            if let Some(sp) = &sc.seccomp_profile {
+                self.seccomp_profile(&format!("{p}.seccompProfile"), sp);
+            }
+            if let Some(ap) = &sc.app_armor_profile {
+                self.app_armor_profile(&format!("{p}.appArmorProfile"), ap);
             }
             let mut seen = BTreeSet::new();
             for (i, s) in sc.sysctls.iter().enumerate() {
@@ -355,6 +366,14 @@ impl Errors {
                 format_args!("{path}.image"),
                 format_args!(
                     "must not have leading or trailing whitespace, got {:?}",
+                    c.image
+                ),
+            );
+        } else if let Err(why) = super::image_name::check(&c.image) {
+            self.add(
+                format_args!("{path}.image"),
+                format_args!(
+                    "must be an image reference [host[:port]/]path[:tag][@digest]: {why}, got {:?}",
                     c.image
                 ),
             );
@@ -585,6 +604,9 @@ impl Errors {
                         format_args!("must be greater than or equal to 0, got {q}"),
                     );
                 }
+                if name == "cpu" && q.nanos() > MAX_CPU * 1_000_000_000 {
+                    self.add(&p, format_args!("must be at most {MAX_CPU} CPUs, got {q}"));
+                }
             }
         }
         for (name, req) in &r.requests {
@@ -795,6 +817,12 @@ impl Errors {
                 "cannot be false when privileged is true",
             );
         }
+        if let Some(sp) = &sc.seccomp_profile {
+            self.seccomp_profile(&format!("{p}.seccompProfile"), sp);
+        }
+        if let Some(ap) = &sc.app_armor_profile {
+            self.app_armor_profile(&format!("{p}.appArmorProfile"), ap);
+        }
     }
 
     fn config_map(&mut self, c: &ConfigMap) {
@@ -848,6 +876,11 @@ impl Errors {
         }
     }
 }
+
+/// The largest CPU request or limit: far beyond any machine, and small enough that
+/// kubelet's arithmetic (milli-CPUs x 100000 us per period) stays within 64 bits and
+/// the CFS quota below the kernel's maximum (2^44-1 us). Kubernetes has no bound.
+const MAX_CPU: i128 = 1_000_000;
 
 /// Kubernetes' limit on the total size of an object's annotations.
 const MAX_ANNOTATION_BYTES: usize = 256 * 1024;

@@ -83,14 +83,15 @@ fn facts() -> PodFacts {
 
 #[test]
 fn expansion_rules() {
-    let env = vec![
-        ("A".to_string(), "1".to_string()),
-        ("B".to_string(), "two".to_string()),
-    ];
-    assert_eq!(expand("$(A)-$(B)", &env), "1-two");
-    assert_eq!(expand("$$(A) $(C) $(A", &env), "$(A) $(C) $(A");
-    assert_eq!(expand("cost: 5$", &env), "cost: 5$");
-    assert_eq!(expand("é$(A)ü", &env), "é1ü");
+    let mut env = Env::default();
+    env.set("A".into(), "1".into()).unwrap();
+    env.set("B".into(), "two".into()).unwrap();
+    let mut expand = |s: &str| env.expand("args[0]", s).unwrap();
+    assert_eq!(expand("$(A)-$(B)"), "1-two");
+    assert_eq!(expand("$$(A) $(C) $(A"), "$(A) $(C) $(A");
+    assert_eq!(expand("cost: 5$"), "cost: 5$");
+    assert_eq!(expand("é$(A)ü"), "é1ü");
+    assert_eq!(expand("$(A $(B)"), "$(A $(B)");
 }
 
 #[test]
@@ -173,7 +174,7 @@ fn env_order_sources_and_refs() {
         ..Default::default()
     };
     let env = container_env(&pod(), &c, &facts(), &objects()).unwrap();
-    let got: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let got: Vec<String> = env.vars().iter().map(|(k, v)| format!("{k}={v}")).collect();
     assert_eq!(
         got,
         [
