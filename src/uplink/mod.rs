@@ -1,7 +1,8 @@
 //! The cluster uplink (cargo feature `uplink`): joining a Kubernetes cluster as a Node.
 //!
 //! This layer is the client: the node's kubeconfig ([`kubeconfig`], read with the
-//! project's YAML reader), TLS 1.3 with rustls and ring ([`tls`], [`tls_io`]), and the
+//! project's YAML reader), the server's address (`resolve`: /etc/hosts, then a small
+//! async DNS client), TLS 1.3 with rustls and ring ([`tls`], [`tls_io`]), and the
 //! API verbs over one HTTP/2 connection ([`ApiClient`]: get, list, create, update,
 //! patch, delete, watch), reconnecting with a jittered 1-30 s back-off forever and
 //! counting the bytes it costs. Registration, the lease, the pod watch and status sync
