@@ -35,6 +35,9 @@ BUILD_STD=("-Zbuild-std=std,panic_abort")
 # algorithms (sorts, formatting). Measured in Cargo.toml's release-profile comment.
 # Unit tests keep the defaults: the test harness needs unwinding.
 RELEASE_STD_FEATURES=${RELEASE_STD_FEATURES-optimize_for_size}
+# Cargo feature flags for the release binaries, e.g. STATIC_FEATURES=--no-default-features
+# for a local-only firmware build without the cluster uplink.
+read -ra FEATURE_ARGS <<<"${STATIC_FEATURES-}"
 
 say() { echo "cross/build: $*" >&2; }
 die() {
@@ -109,11 +112,11 @@ static() {
 	local t
 	say "static $* ($(pick_path))"
 	case $(pick_path) in
-	cross) for t in "$@"; do cross build --release --locked --target "$t"; done ;;
+	cross) for t in "$@"; do cross build --release --locked "${FEATURE_ARGS[@]}" --target "$t"; done ;;
 	zigbuild)
 		zigbuild_env "$@"
 		target_args "$@"
-		cargo-zigbuild build --release --locked "${TARGET_ARGS[@]}" "${BUILD_STD[@]}" \
+		cargo-zigbuild build --release --locked "${FEATURE_ARGS[@]}" "${TARGET_ARGS[@]}" "${BUILD_STD[@]}" \
 			"-Zbuild-std-features=$RELEASE_STD_FEATURES"
 		;;
 	esac

@@ -9,6 +9,31 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+#[cfg(feature = "uplink")]
+mod api_server;
+#[cfg(feature = "uplink")]
+pub use api_server::{ApiServerConfig, Taint};
+
+/// Without the `uplink` feature an `apiServer` section is read only to be refused
+/// (see [`Config::validate`]), so the local-only binary carries none of its code.
+#[cfg(not(feature = "uplink"))]
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiServerConfig;
+
+#[cfg(not(feature = "uplink"))]
+impl<'de> Deserialize<'de> for ApiServerConfig {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        serde::de::IgnoredAny::deserialize(d).map(|_| ApiServerConfig)
+    }
+}
+
+#[cfg(not(feature = "uplink"))]
+impl Serialize for ApiServerConfig {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_unit()
+    }
+}
+
 /// Where the agent looks for its config when `--config` is not given.
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/tinylet/config.json";
 
@@ -69,6 +94,10 @@ pub struct Config {
     pub status_address: String,
     /// Default log filter when RUST_LOG is not set (`error`..`trace`).
     pub log_level: String,
+    /// The cluster uplink; absent means local-only (pods from `apply` and manifest
+    /// directories only). Needs a build with the `uplink` feature.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_server: Option<ApiServerConfig>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -129,6 +158,7 @@ impl Default for Config {
             container_log_max_files: 5,
             status_address: String::new(),
             log_level: "info".into(),
+            api_server: None,
         }
     }
 }
@@ -263,7 +293,35 @@ impl Config {
                 format!("must be at least 4Ki, got {}", self.container_log_max_size),
             );
         }
-        Ok(())
+        match &self.api_server {
+            #[cfg(not(feature = "uplink"))]
+            Some(_) => err(
+                "apiServer",
+                "this tinylet was built without the cluster uplink (cargo feature \
+                 `uplink`); remove the section for a local-only node, or use a build \
+                 with the uplink"
+                    .into(),
+            ),
+            #[cfg(feature = "uplink")]
+            Some(api) => api.validate(&self.node_name),
+            None => Ok(()),
+        }
+    }
+
+    /// The node's name: `apiServer.nodeName`, else `nodeName`, else the host name in
+    /// lower case (as kubelet does).
+    pub fn effective_node_name(&self) -> String {
+        #[cfg(feature = "uplink")]
+        if let Some(api) = self.api_server.as_ref().filter(|a| !a.node_name.is_empty()) {
+            return api.node_name.clone();
+        }
+        if !self.node_name.is_empty() {
+            return self.node_name.clone();
+        }
+        rustix::system::uname()
+            .nodename()
+            .to_string_lossy()
+            .to_lowercase()
     }
 
     /// The image service endpoint: the runtime's unless set apart.
@@ -312,6 +370,10 @@ fn failing_field<T: serde::de::DeserializeOwned>(
             }
             ("", "containerGC", serde_json::Value::Object(m)) => {
                 failing_field::<ContainerGcConfig>(m, "containerGC.")
+            }
+            #[cfg(feature = "uplink")]
+            ("", "apiServer", serde_json::Value::Object(m)) => {
+                failing_field::<ApiServerConfig>(m, "apiServer.")
             }
             _ => None,
         };
@@ -505,6 +567,17 @@ mod tests {
         // Syntax errors have no field to name.
         let e = Config::parse(r#"{"plegPeriod":"#).unwrap_err();
         assert!(e.0.starts_with("EOF while parsing"), "{e}");
+    }
+
+    #[test]
+    #[cfg(not(feature = "uplink"))]
+    fn api_server_is_refused_without_the_uplink() {
+        let e = Config::parse(r#"{"apiServer":{"kubeconfig":"/k"}}"#).unwrap_err();
+        assert!(
+            e.0.starts_with("apiServer: this tinylet was built without"),
+            "{e}"
+        );
+        assert_eq!(Config::parse("{}").unwrap().api_server, None);
     }
 
     #[test]

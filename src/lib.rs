@@ -12,6 +12,7 @@
 //! - [`logs`]: reading CRI container log files (`tinylet logs`).
 //! - [`cli`]: the `tinylet` subcommands.
 //! - [`sdnotify`]: systemd readiness notification (`READY=1`), by hand.
+//! - `uplink` (feature `uplink`): the Kubernetes API client that joins a cluster.
 
 pub mod agent;
 pub mod cli;
@@ -24,3 +25,5 @@ pub mod model;
 pub mod rt;
 pub mod sdnotify;
 pub mod store;
+#[cfg(feature = "uplink")]
+pub mod uplink;

@@ -62,7 +62,7 @@ commands:
   logs NS/NAME [-c C] [--previous] [-f]
   exec NS/NAME [-c C] -- CMD...
   cri version|pods|ps|images|imagefs   talk to the runtime directly (like crictl)
-  check-config FILE        validate a config and print the effective values
+  check-config FILE [--connect]   validate a config and print the effective values
   version                  print the version
 
 options for every command:

@@ -21,6 +21,7 @@ mod serde_util;
 pub mod status;
 pub mod time;
 pub mod validate;
+pub mod yaml;
 
 pub use configmap::ConfigMap;
 pub use container::Container;

@@ -916,7 +916,7 @@ const MAX_ANNOTATION_BYTES: usize = 256 * 1024;
 const QUALIFIED_KEY: &str = "key must be a qualified name (an optional DNS-1123 subdomain and '/', then at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit)";
 
 /// A label value: empty, or at most 63 alphanumerics, '-', '_' or '.', alphanumeric at both ends.
-fn is_label_value(v: &str) -> bool {
+pub fn is_label_value(v: &str) -> bool {
     v.is_empty() || qualified_name(v).is_ok() && !v.contains('/')
 }
 
@@ -1087,6 +1087,11 @@ fn resource_name(s: &str) -> Result<(), String> {
     qualified_name(s).map_err(|_| {
         format!("must be a resource name like cpu, memory or example.com/device, got {s:?}")
     })
+}
+
+/// Whether `s` is a qualified name (a label or taint key).
+pub fn is_qualified_name(s: &str) -> bool {
+    qualified_name(s).is_ok()
 }
 
 /// A Kubernetes qualified name: optional DNS subdomain prefix and '/', then 1-63

@@ -1,0 +1,234 @@
+//! The `apiServer` section: joining a Kubernetes cluster as a Node (feature `uplink`).
+//! Only the section's own fields are checked here; the kubeconfig file is read by
+//! `check-config` and when the agent starts.
+
+use super::{duration, format_duration, ConfigError};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// `apiServer`: joining a Kubernetes cluster as a Node, with kubelet's names and
+/// defaults for what they share.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ApiServerConfig {
+    /// A kubeconfig file as kubectl or kubeadm write it: the API server, its CA and
+    /// the node's credentials (a client certificate for `system:node:NAME`).
+    pub kubeconfig: PathBuf,
+    /// The Node's name; empty means the top-level `nodeName`, else the host name.
+    pub node_name: String,
+    /// Labels the Node is registered with, besides kubelet's own
+    /// (`kubernetes.io/hostname`, `kubernetes.io/os`, `kubernetes.io/arch`).
+    pub node_labels: std::collections::BTreeMap<String, String>,
+    /// Taints the Node is registered with.
+    pub register_with_taints: Vec<Taint>,
+    /// The node Lease's duration; it is renewed every quarter of it.
+    pub node_lease_duration_seconds: u32,
+    /// How often the node's status is computed (and sent when it changed).
+    #[serde(with = "duration")]
+    pub node_status_update_frequency: Duration,
+    /// How often the node's status is sent even when nothing changed.
+    #[serde(with = "duration")]
+    pub node_status_report_frequency: Duration,
+}
+
+/// A Node taint, as in `v1.Taint`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Taint {
+    pub key: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub value: String,
+    /// `NoSchedule`, `PreferNoSchedule` or `NoExecute`.
+    pub effect: String,
+}
+
+impl Default for ApiServerConfig {
+    fn default() -> Self {
+        // kubelet's defaults.
+        ApiServerConfig {
+            kubeconfig: PathBuf::new(),
+            node_name: String::new(),
+            node_labels: Default::default(),
+            register_with_taints: Vec::new(),
+            node_lease_duration_seconds: 40,
+            node_status_update_frequency: Duration::from_secs(10),
+            node_status_report_frequency: Duration::from_secs(300),
+        }
+    }
+}
+
+impl ApiServerConfig {
+    /// Checks the section's own fields (`top_node_name`: the config's `nodeName`).
+    /// The kubeconfig file itself is read by `check-config` and at the agent's start.
+    pub(super) fn validate(&self, top_node_name: &str) -> Result<(), ConfigError> {
+        let err = |field: &str, msg: String| Err(ConfigError(format!("apiServer.{field}: {msg}")));
+        if self.kubeconfig.as_os_str().is_empty() {
+            return err(
+                "kubeconfig",
+                "required: the path of the node's kubeconfig file".into(),
+            );
+        }
+        if !self.kubeconfig.is_absolute() {
+            return err(
+                "kubeconfig",
+                format!("must be an absolute path, got {:?}", self.kubeconfig),
+            );
+        }
+        if !self.node_name.is_empty() {
+            if let Err(e) = crate::model::validate::dns1123_subdomain(&self.node_name) {
+                return err("nodeName", e);
+            }
+            if !top_node_name.is_empty() && top_node_name != self.node_name {
+                return err(
+                    "nodeName",
+                    format!(
+                        "{:?} differs from the top-level nodeName {top_node_name:?}; set one \
+                         (pods see the node's name through spec.nodeName)",
+                        self.node_name
+                    ),
+                );
+            }
+        }
+        for (k, v) in &self.node_labels {
+            if !crate::model::validate::is_qualified_name(k) {
+                return err(
+                    &format!("nodeLabels[{k}]"),
+                    "key must be a qualified name like example.com/zone".into(),
+                );
+            }
+            if !crate::model::validate::is_label_value(v) {
+                return err(
+                    &format!("nodeLabels[{k}]"),
+                    format!("value must be at most 63 letters, digits, '-', '_' or '.', got {v:?}"),
+                );
+            }
+        }
+        for (i, t) in self.register_with_taints.iter().enumerate() {
+            if !crate::model::validate::is_qualified_name(&t.key) {
+                return err(
+                    &format!("registerWithTaints[{i}].key"),
+                    format!("must be a qualified name, got {:?}", t.key),
+                );
+            }
+            if !crate::model::validate::is_label_value(&t.value) {
+                return err(
+                    &format!("registerWithTaints[{i}].value"),
+                    format!("must be a label value, got {:?}", t.value),
+                );
+            }
+            if !matches!(
+                t.effect.as_str(),
+                "NoSchedule" | "PreferNoSchedule" | "NoExecute"
+            ) {
+                return err(
+                    &format!("registerWithTaints[{i}].effect"),
+                    format!(
+                        "must be NoSchedule, PreferNoSchedule or NoExecute, got {:?}",
+                        t.effect
+                    ),
+                );
+            }
+        }
+        if self.node_lease_duration_seconds == 0 {
+            return err("nodeLeaseDurationSeconds", "must be at least 1".into());
+        }
+        for (field, d) in [
+            (
+                "nodeStatusUpdateFrequency",
+                self.node_status_update_frequency,
+            ),
+            (
+                "nodeStatusReportFrequency",
+                self.node_status_report_frequency,
+            ),
+        ] {
+            if d < Duration::from_secs(1) {
+                return err(
+                    field,
+                    format!("must be at least 1s, got {}", format_duration(d)),
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+    use std::time::Duration;
+
+    #[test]
+    fn api_server_section_has_kubelets_defaults() {
+        let c = Config::parse(r#"{"apiServer":{"kubeconfig":"/etc/tinylet/kubelet.conf"}}"#);
+        if !cfg!(feature = "uplink") {
+            let e = c.unwrap_err();
+            assert!(
+                e.0.starts_with("apiServer: this tinylet was built without"),
+                "{e}"
+            );
+            return;
+        }
+        let c = c.unwrap();
+        let api = c.api_server.as_ref().unwrap();
+        assert_eq!(api.node_lease_duration_seconds, 40);
+        assert_eq!(api.node_status_update_frequency, Duration::from_secs(10));
+        assert_eq!(api.node_status_report_frequency, Duration::from_secs(300));
+        assert!(api.node_labels.is_empty() && api.register_with_taints.is_empty());
+        assert_eq!(Config::parse(&c.to_pretty_json()).unwrap(), c);
+        // Absent means local-only, and check-config's JSON does not mention it.
+        assert_eq!(Config::parse("{}").unwrap().api_server, None);
+        assert!(!Config::default().to_pretty_json().contains("apiServer"));
+    }
+
+    #[test]
+    fn api_server_fields_are_checked() {
+        let cases = [
+            (r#"{}"#, "apiServer.kubeconfig: required"),
+            (
+                r#"{"kubeconfig":"rel.conf"}"#,
+                "apiServer.kubeconfig: must be an absolute path",
+            ),
+            (
+                r#"{"kubeconfig":"/k","nodeName":"Bad_Name"}"#,
+                "apiServer.nodeName",
+            ),
+            (
+                r#"{"kubeconfig":"/k","nodeLabels":{"a b":"x"}}"#,
+                "apiServer.nodeLabels[a b]",
+            ),
+            (
+                r#"{"kubeconfig":"/k","registerWithTaints":[{"key":"k","effect":"Sometimes"}]}"#,
+                "registerWithTaints[0].effect",
+            ),
+            (
+                r#"{"kubeconfig":"/k","nodeLeaseDurationSeconds":0}"#,
+                "nodeLeaseDurationSeconds",
+            ),
+            (
+                r#"{"kubeconfig":"/k","nodeStatusUpdateFrequency":"10ms"}"#,
+                "nodeStatusUpdateFrequency",
+            ),
+            (
+                r#"{"kubeconfig":"/k","nodeStatusReportFrequency":"5 min"}"#,
+                "apiServer.nodeStatusReportFrequency: expected a duration",
+            ),
+            (
+                r#"{"kubeconfig":"/k","nodeLease":40}"#,
+                "apiServer.nodeLease: unknown field",
+            ),
+        ];
+        for (section, want) in cases {
+            let e = Config::parse(&format!(r#"{{"apiServer":{section}}}"#)).unwrap_err();
+            assert!(e.0.contains(want), "{section}: {e}");
+        }
+        let e = Config::parse(r#"{"nodeName":"a","apiServer":{"kubeconfig":"/k","nodeName":"b"}}"#)
+            .unwrap_err();
+        assert!(e.0.contains("differs from the top-level nodeName"), "{e}");
+        let c = Config::parse(r#"{"apiServer":{"kubeconfig":"/k","nodeName":"gw-7"}}"#).unwrap();
+        assert_eq!(c.effective_node_name(), "gw-7");
+        let c = Config::parse(r#"{"nodeName":"gw-8","apiServer":{"kubeconfig":"/k"}}"#).unwrap();
+        assert_eq!(c.effective_node_name(), "gw-8");
+    }
+}

@@ -1,0 +1,259 @@
+//! The uplink's errors. [`SetupError`]: the kubeconfig or a file it names cannot be
+//! used (found at start or by `check-config`; names the file and field). [`ApiError`]:
+//! one request failed; it keeps its cause and tells callers what they need to decide
+//! (retry later, relist, give up on this object). No message ever holds a token, a key
+//! or a secret's data: only file names, fields and the API server's own words.
+
+use crate::model::yaml::YamlError;
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Why the kubeconfig (or a file it names) cannot be used.
+#[derive(Debug)]
+pub enum SetupError {
+    Io {
+        path: PathBuf,
+        source: io::Error,
+    },
+    NotRegular {
+        path: PathBuf,
+    },
+    TooLarge {
+        path: PathBuf,
+        limit: usize,
+    },
+    /// A key or token file (or a kubeconfig embedding one) readable by group or others.
+    NotPrivate {
+        path: PathBuf,
+        mode: u32,
+    },
+    Yaml {
+        path: PathBuf,
+        source: YamlError,
+    },
+    /// A field is missing, malformed or asks for something not supported.
+    Invalid {
+        path: PathBuf,
+        field: String,
+        message: String,
+    },
+    /// A certificate or key (named by `from`) that TLS cannot use.
+    Tls {
+        from: String,
+        source: rustls::Error,
+    },
+}
+
+impl fmt::Display for SetupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SetupError::Io { path, source } => write!(f, "{}: {source}", path.display()),
+            SetupError::NotRegular { path } => write!(f, "{}: not a regular file", path.display()),
+            SetupError::TooLarge { path, limit } => {
+                write!(f, "{}: larger than {limit} bytes", path.display())
+            }
+            SetupError::NotPrivate { path, mode } => write!(
+                f,
+                "{}: holds a secret but is readable by group or others (mode {mode:04o}); \
+                 chmod 600 it",
+                path.display()
+            ),
+            SetupError::Yaml { path, source } => write!(f, "{}: {source}", path.display()),
+            SetupError::Invalid {
+                path,
+                field,
+                message,
+            } => write!(f, "{}: {field}: {message}", path.display()),
+            SetupError::Tls { from, source } => write!(f, "{from}: {source}"),
+        }
+    }
+}
+
+impl std::error::Error for SetupError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SetupError::Io { source, .. } => Some(source),
+            SetupError::Yaml { source, .. } => Some(source),
+            SetupError::Tls { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// Why a connection to the API server could not be made or broke.
+#[derive(Debug)]
+pub enum ConnectError {
+    /// TCP connect, or reading/writing the socket.
+    Io(io::Error),
+    /// The TLS handshake failed (certificate not trusted, wrong name, expired, client
+    /// certificate refused by the server...).
+    Tls(rustls::Error),
+    /// The server did not agree to HTTP/2 (ALPN `h2`).
+    NoH2,
+    /// The HTTP/2 connection failed (handshake, GOAWAY, protocol error).
+    H2(h2::Error),
+    /// No connection within the request's deadline.
+    TimedOut,
+    /// The host name did not resolve.
+    Resolve(String),
+    /// Earlier attempts failed (`last`); the next is not due before the deadline.
+    BackingOff { last: String, retry_in: Duration },
+}
+
+impl fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConnectError::Io(e) => write!(f, "{e}"),
+            ConnectError::Tls(e) => write!(f, "TLS: {e}{}", tls_hint(e)),
+            ConnectError::NoH2 => f.write_str("the server did not agree to HTTP/2 (ALPN h2)"),
+            ConnectError::H2(e) => write!(f, "HTTP/2: {e}"),
+            ConnectError::TimedOut => f.write_str("timed out"),
+            ConnectError::Resolve(why) => write!(f, "resolving the server's name: {why}"),
+            ConnectError::BackingOff { last, retry_in } => {
+                write!(f, "not connected ({last}); next attempt in {retry_in:.1?}")
+            }
+        }
+    }
+}
+
+/// What a TLS failure most likely means for a node's kubeconfig.
+fn tls_hint(e: &rustls::Error) -> &'static str {
+    use rustls::{AlertDescription as A, CertificateError as C, Error as E};
+    match e {
+        E::InvalidCertificate(C::UnknownIssuer | C::BadSignature) => {
+            " (the server's certificate is not signed by the kubeconfig's certificate authority)"
+        }
+        E::InvalidCertificate(C::NotValidForName | C::NotValidForNameContext { .. }) => {
+            " (the server's certificate does not name the host in the kubeconfig's server URL)"
+        }
+        E::InvalidCertificate(C::Expired | C::ExpiredContext { .. }) => {
+            " (the server's certificate has expired, or this machine's clock is wrong)"
+        }
+        E::InvalidCertificate(C::NotValidYet | C::NotValidYetContext { .. }) => {
+            " (the server's certificate is not valid yet: is this machine's clock right?)"
+        }
+        E::AlertReceived(
+            A::BadCertificate
+            | A::CertificateRequired
+            | A::UnknownCA
+            | A::CertificateExpired
+            | A::CertificateUnknown
+            | A::DecryptError,
+        ) => " (the server refused the node's client certificate)",
+        E::AlertReceived(A::ProtocolVersion) => {
+            " (the server does not speak TLS 1.3, the only version this build has)"
+        }
+        _ => "",
+    }
+}
+
+impl std::error::Error for ConnectError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ConnectError::Io(e) => Some(e),
+            ConnectError::Tls(e) => Some(e),
+            ConnectError::H2(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// A failure status from the API server: HTTP code, and the reason and message of the
+/// `Status` object it sent (when it sent one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Status {
+    pub code: u16,
+    /// `NotFound`, `AlreadyExists`, `Conflict`, `Forbidden`, `Expired`, `Gone`,
+    /// `Invalid`, ... (empty when the body was not a `Status`).
+    pub reason: String,
+    pub message: String,
+}
+
+/// Why one request failed.
+#[derive(Debug)]
+pub enum ApiError {
+    /// The API server answered with a failure status.
+    Status(Status),
+    /// Not connected, or the connection broke before the answer was complete.
+    Unavailable(ConnectError),
+    /// No complete answer within the request's deadline.
+    Timeout(Duration),
+    /// The answer (or a watch event) is larger than the client accepts.
+    TooLarge { limit: usize },
+    /// The answer is not what the API sends (not JSON, wrong shape).
+    Decode(serde_json::Error),
+    /// The answer broke the protocol (e.g. a watch line that is not an event).
+    Protocol(String),
+    /// The request could not be made (a body that does not serialize, a bad path).
+    Request(String),
+}
+
+impl ApiError {
+    /// The HTTP status code of a failure status.
+    pub fn code(&self) -> Option<u16> {
+        match self {
+            ApiError::Status(s) => Some(s.code),
+            _ => None,
+        }
+    }
+
+    pub fn is_not_found(&self) -> bool {
+        self.code() == Some(404)
+    }
+
+    pub fn is_conflict(&self) -> bool {
+        self.code() == Some(409)
+    }
+
+    pub fn is_forbidden(&self) -> bool {
+        self.code() == Some(403)
+    }
+
+    /// 410 Gone (or reason `Expired`): the resourceVersion is too old; relist.
+    pub fn is_gone(&self) -> bool {
+        matches!(self, ApiError::Status(s) if s.code == 410 || s.reason == "Expired" || s.reason == "Gone")
+    }
+
+    /// 422: the object was refused by validation or admission.
+    pub fn is_invalid(&self) -> bool {
+        self.code() == Some(422)
+    }
+
+    /// Whether trying again later may succeed without changing the request.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            ApiError::Unavailable(_) | ApiError::Timeout(_) => true,
+            ApiError::Status(s) => matches!(s.code, 429 | 500 | 502 | 503 | 504),
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Display for ApiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ApiError::Status(s) if s.reason.is_empty() => {
+                write!(f, "HTTP {}: {}", s.code, s.message)
+            }
+            ApiError::Status(s) => write!(f, "HTTP {} {}: {}", s.code, s.reason, s.message),
+            ApiError::Unavailable(e) => write!(f, "API server unavailable: {e}"),
+            ApiError::Timeout(t) => write!(f, "no answer within {t:?}"),
+            ApiError::TooLarge { limit } => write!(f, "answer larger than {limit} bytes"),
+            ApiError::Decode(e) => write!(f, "decoding the answer: {e}"),
+            ApiError::Protocol(m) => write!(f, "bad answer: {m}"),
+            ApiError::Request(m) => write!(f, "bad request: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for ApiError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ApiError::Unavailable(e) => Some(e),
+            ApiError::Decode(e) => Some(e),
+            _ => None,
+        }
+    }
+}

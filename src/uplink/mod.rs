@@ -1,0 +1,34 @@
+//! The cluster uplink (cargo feature `uplink`): joining a Kubernetes cluster as a Node.
+//!
+//! This layer is the client: the node's kubeconfig ([`kubeconfig`], read with the
+//! project's YAML reader), the server's address (`resolve`: /etc/hosts, then a small
+//! async DNS client), TLS 1.3 with rustls and ring ([`tls`], [`tls_io`]), and the
+//! API verbs over one HTTP/2 connection ([`ApiClient`]: get, list, create, update,
+//! patch, delete, watch), reconnecting with a jittered 1-30 s back-off forever and
+//! counting the bytes it costs. Registration, the lease, the pod watch and status sync
+//! are built on it; when the API server is away they keep failing softly and the agent
+//! keeps running its pods from the store.
+//!
+//! Secrets (keys, tokens) live in [`kubeconfig::Redacted`] and are never formatted into
+//! a message or a log line.
+
+mod backoff;
+pub mod client;
+mod conn;
+pub mod counters;
+pub mod error;
+pub mod files;
+pub mod identity;
+pub mod kubeconfig;
+pub mod query;
+mod resolve;
+pub mod tls;
+pub mod tls_io;
+pub mod watch;
+
+pub use client::{ApiClient, ClientOptions, DeleteOptions, PatchType, Preconditions};
+pub use conn::Keepalive;
+pub use error::{ApiError, ConnectError, SetupError, Status};
+pub use kubeconfig::Kubeconfig;
+pub use query::{resource_path, ListParams};
+pub use watch::{EventType, WatchEvent, WatchStream};

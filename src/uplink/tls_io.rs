@@ -1,0 +1,223 @@
+//! TLS over an async-io TCP socket, seen through tokio's `AsyncRead`/`AsyncWrite` (what
+//! `h2` is written against), as `crate::cri::io` does for the CRI's Unix socket: no
+//! tokio runtime, no thread. rustls does the TLS state machine without I/O of its own;
+//! this moves its records to and from the non-blocking socket and registers with the
+//! reactor when the socket would block. Every byte on the wire is counted
+//! ([`super::counters::Counters`]): that is what the uplink costs.
+//!
+//! Generic over the side so that test servers (rustls's server, h2's server side) use
+//! the same adapter; the binary only has the client's.
+
+use super::counters::Counters;
+use super::error::ConnectError;
+use async_io::Async;
+use rustls::{ConnectionCommon, SideData};
+use std::future::poll_fn;
+use std::io::{self, IoSlice, Read, Write};
+use std::net::TcpStream;
+use std::ops::DerefMut;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{ready, Context, Poll};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// A TLS connection (`rustls::ClientConnection` or `ServerConnection`) on a TCP socket.
+pub struct TlsStream<C> {
+    io: Async<TcpStream>,
+    tls: C,
+    counters: Rc<Counters>,
+}
+
+impl<C, S> TlsStream<C>
+where
+    C: DerefMut<Target = ConnectionCommon<S>> + Unpin,
+    S: SideData,
+{
+    /// Runs the TLS handshake on a connected socket.
+    pub async fn handshake(
+        io: Async<TcpStream>,
+        tls: C,
+        counters: Rc<Counters>,
+    ) -> Result<TlsStream<C>, ConnectError> {
+        let mut stream = TlsStream { io, tls, counters };
+        poll_fn(|cx| stream.poll_handshake(cx)).await?;
+        Ok(stream)
+    }
+
+    /// The TLS connection (negotiated protocol, peer certificates).
+    pub fn connection(&self) -> &C {
+        &self.tls
+    }
+
+    fn poll_handshake(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), ConnectError>> {
+        while self.tls.is_handshaking() {
+            if self.tls.wants_write() {
+                ready!(self.poll_send(cx)).map_err(ConnectError::Io)?;
+                continue;
+            }
+            let n = ready!(self.poll_receive(cx)).map_err(ConnectError::Io)?;
+            self.process()
+                .map_err(|e| match e.downcast::<rustls::Error>() {
+                    Ok(tls) => ConnectError::Tls(tls),
+                    Err(e) => ConnectError::Io(e),
+                })?;
+            if n == 0 && self.tls.is_handshaking() {
+                let eof = io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the server closed the connection during the TLS handshake",
+                );
+                return Poll::Ready(Err(ConnectError::Io(eof)));
+            }
+        }
+        // The client's Finished (and anything queued) goes out now.
+        ready!(self.poll_send(cx)).map_err(ConnectError::Io)?;
+        Poll::Ready(Ok(()))
+    }
+
+    /// Reads what the socket has into rustls (once); 0 at the peer's EOF.
+    fn poll_receive(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+        loop {
+            match self.tls.read_tls(&mut SocketRef(&self.io)) {
+                Ok(n) => {
+                    self.counters.received(n);
+                    return Poll::Ready(Ok(n));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    ready!(self.io.poll_readable(cx))?
+                }
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+    }
+
+    /// Writes every pending TLS record to the socket.
+    fn poll_send(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        while self.tls.wants_write() {
+            match self.tls.write_tls(&mut SocketRef(&self.io)) {
+                Ok(n) => self.counters.sent(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    ready!(self.io.poll_writable(cx))?
+                }
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    /// Decrypts what was received. A TLS error is returned as an `InvalidData` I/O
+    /// error carrying the `rustls::Error`, after trying to send the alert rustls queued.
+    fn process(&mut self) -> io::Result<()> {
+        match self.tls.process_new_packets() {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                let _ = self.tls.write_tls(&mut SocketRef(&self.io));
+                self.counters.tls_failed(e.clone());
+                Err(io::Error::new(io::ErrorKind::InvalidData, e))
+            }
+        }
+    }
+}
+
+/// `&TcpStream` as `Read`/`Write` for rustls (the socket is non-blocking).
+struct SocketRef<'a>(&'a Async<TcpStream>);
+
+impl Read for SocketRef<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let mut socket: &TcpStream = self.0.get_ref();
+        socket.read(buf)
+    }
+}
+
+impl Write for SocketRef<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let mut socket: &TcpStream = self.0.get_ref();
+        socket.write(buf)
+    }
+
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        let mut socket: &TcpStream = self.0.get_ref();
+        socket.write_vectored(bufs)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<C, S> AsyncRead for TlsStream<C>
+where
+    C: DerefMut<Target = ConnectionCommon<S>> + Unpin,
+    S: SideData,
+{
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        loop {
+            match this.tls.reader().read(buf.initialize_unfilled()) {
+                Ok(n) => {
+                    buf.advance(n);
+                    return Poll::Ready(Ok(()));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+            // No plaintext buffered: read and decrypt more. At EOF rustls's reader
+            // then says whether the close was clean (Ok(0)) or not (UnexpectedEof).
+            ready!(this.poll_receive(cx))?;
+            this.process()?;
+            if this.tls.wants_write() {
+                // e.g. a KeyUpdate answer; what does not fit now goes with the next flush.
+                if let Poll::Ready(Err(e)) = this.poll_send(cx) {
+                    return Poll::Ready(Err(e));
+                }
+            }
+        }
+    }
+}
+
+impl<C, S> AsyncWrite for TlsStream<C>
+where
+    C: DerefMut<Target = ConnectionCommon<S>> + Unpin,
+    S: SideData,
+{
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.poll_write_vectored(cx, &[IoSlice::new(buf)])
+    }
+
+    /// Queued records go out first, so rustls's buffer never grows past one write.
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        ready!(this.poll_send(cx))?;
+        let n = this.tls.writer().write_vectored(bufs)?;
+        if let Poll::Ready(Err(e)) = this.poll_send(cx) {
+            return Poll::Ready(Err(e));
+        }
+        Poll::Ready(Ok(n))
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        true
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.get_mut().poll_send(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        this.tls.send_close_notify();
+        ready!(this.poll_send(cx))?;
+        Poll::Ready(this.io.get_ref().shutdown(std::net::Shutdown::Write))
+    }
+}
