@@ -16,14 +16,9 @@ pub struct HostFacts {
 
 impl HostFacts {
     pub fn detect(cfg: &Config) -> HostFacts {
-        let node_name = if cfg.node_name.is_empty() {
-            rustix::system::uname()
-                .nodename()
-                .to_string_lossy()
-                .into_owned()
-        } else {
-            cfg.node_name.clone()
-        };
+        // The API's spelling (lowercase, `apiServer.nodeName` first): pods see it as
+        // `spec.nodeName`, the cluster as the Node's name.
+        let node_name = cfg.effective_node_name();
         let resolv_text = std::fs::read_to_string(&cfg.resolv_conf).unwrap_or_else(|e| {
             log::warn!(
                 "{}: cannot read ({e}); pods get no DNS servers from the host",

@@ -12,6 +12,7 @@
 //! Secrets (keys, tokens) live in [`kubeconfig::Redacted`] and are never formatted into
 //! a message or a log line.
 
+pub mod agent;
 mod backoff;
 pub mod client;
 mod conn;
