@@ -20,6 +20,7 @@ mod serde_util;
 pub mod status;
 pub mod time;
 pub mod validate;
+pub mod wildcard;
 
 pub use configmap::ConfigMap;
 pub use container::Container;
