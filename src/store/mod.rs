@@ -43,6 +43,7 @@
 //! fallback).
 
 pub mod atomic;
+pub mod bounded;
 pub mod digest;
 mod error;
 pub mod firmware;

@@ -11,10 +11,10 @@
 //! only desired state needs to survive a power cut. A status file lost or emptied by
 //! one is read as absent (logged) and written again on the pod's next sync.
 
-use super::atomic;
 use super::digest::fnv1a128;
 use super::error::{IoContext, StoreError};
 use super::layout;
+use super::{atomic, bounded};
 use crate::model::PodStatus;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -46,7 +46,13 @@ impl StatusFiles {
             return Ok(0);
         }
         let path = self.dir.join(&file);
-        if atomic::read_optional(&path).at(&path)?.as_deref() == Some(&bytes[..]) {
+        // Compared with at most as many bytes as ours (and one): anything larger, or
+        // not a regular file, is not this status and is replaced below.
+        let on_disk = match bounded::read_optional(&path, bytes.len()) {
+            Err(e) if bounded::is_refused(&e) => None,
+            other => other.at(&path)?,
+        };
+        if on_disk.as_deref() == Some(&bytes[..]) {
             self.known.insert(file, digest);
             return Ok(0);
         }
