@@ -7,6 +7,9 @@
 //! on a 128 MB board one oversized manifest is an OOM kill, and the same again after
 //! every restart. Here the buffer grows only with bytes actually read.
 //!
+//! A file whose size is over the limit is refused before any read; the size is never
+//! used to size a buffer (procfs files say 0, a file may grow meanwhile).
+//!
 //! Only regular files are read. A FIFO or a device is refused without blocking (the
 //! file is opened non-blocking and checked before any read): a FIFO dropped where a
 //! manifest belongs would otherwise stall the agent's only thread in `read`.
@@ -27,22 +30,31 @@ pub fn read(path: &Path, limit: usize) -> io::Result<Vec<u8>> {
         .read(true)
         .custom_flags((OFlags::NONBLOCK | OFlags::CLOEXEC).bits() as i32)
         .open(path)?;
-    let kind = f.metadata()?.file_type();
-    if !kind.is_file() {
+    let meta = f.metadata()?;
+    if !meta.file_type().is_file() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            format!("not a regular file (a {})", kind_name(kind)),
+            format!("not a regular file (a {})", kind_name(meta.file_type())),
         ));
+    }
+    // The size only decides a refusal, never an allocation: it may be wrong (procfs
+    // says 0) or change while we read, so the read itself is bounded too.
+    if meta.len() > limit as u64 {
+        return Err(too_large(limit));
     }
     let mut bytes = Vec::new();
     f.take(limit as u64 + 1).read_to_end(&mut bytes)?;
     if bytes.len() > limit {
-        return Err(io::Error::new(
-            io::ErrorKind::FileTooLarge,
-            format!("larger than the limit of {limit} bytes; not read"),
-        ));
+        return Err(too_large(limit));
     }
     Ok(bytes)
+}
+
+fn too_large(limit: usize) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::FileTooLarge,
+        format!("larger than the limit of {limit} bytes; not read"),
+    )
 }
 
 /// [`read`], with `Ok(None)` when `path` does not exist.
@@ -110,6 +122,14 @@ mod tests {
         assert_eq!(read_to_string(&f, 5).unwrap(), "12345");
         std::fs::write(&f, b"\xff").unwrap();
         assert!(read_to_string(&f, 5).is_err());
+        // A file whose size says 0 (procfs) is still read no further than the limit.
+        let maps = Path::new("/proc/self/maps");
+        assert_eq!(std::fs::metadata(maps).unwrap().len(), 0);
+        assert_eq!(
+            read(maps, 16).unwrap_err().kind(),
+            io::ErrorKind::FileTooLarge
+        );
+        assert!(!read(maps, 1 << 20).unwrap().is_empty());
         std::fs::remove_dir_all(&d).unwrap();
     }
 

@@ -113,6 +113,11 @@ impl Node {
         }
     }
 
+    /// The running agent's process id.
+    pub fn agent_pid(&self) -> Option<u32> {
+        self.agent.lock().unwrap().as_ref().map(Child::id)
+    }
+
     /// Asserts the agent is still running (it must never exit on its own).
     pub fn assert_agent_alive(&self) {
         let mut slot = self.agent.lock().unwrap();
