@@ -1,7 +1,7 @@
 //! Manifests (`model::parse_object`: JSON, defaulting, validation), as `apply`, the
-//! store and the firmware directories read them. Properties: no panic; errors are few
-//! and short (the limits of `model`); an accepted object, written as the store writes
-//! it, parses back to the same object.
+//! store and the firmware directories read them. Properties: no panic; only valid JSON
+//! is accepted; errors are few, short and free of control characters (one log line
+//! each); an accepted object, written as the store writes it, parses back equal.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -13,6 +13,13 @@ const MAX_MESSAGE: usize = 512 + 64;
 fuzz_target!(|data: &[u8]| {
     match parse_object("f", data) {
         Ok(obj) => {
+            // Input is never repaired: what is accepted is JSON as it stands. Known
+            // exception until issue 15 item 8 lands: the null-blanking pass (model/nulls)
+            // repairs broken text around a `"key": null` member; drop the `null` test then.
+            if let Err(e) = serde_json::from_slice::<serde_json::Value>(data) {
+                let known = data.windows(4).any(|w| w == b"null");
+                assert!(known, "accepted, but not JSON: {e}");
+            }
             let text = obj.to_json_pretty();
             let again = parse_object("f", text.as_bytes())
                 .unwrap_or_else(|e| panic!("own output refused: {e}\n{text}"));
@@ -24,6 +31,8 @@ fuzz_target!(|data: &[u8]| {
             for m in &e.messages {
                 assert!(m.len() <= MAX_MESSAGE, "{} bytes: {m}", m.len());
                 assert!(m.starts_with("f: "), "{m}");
+                // One log line each: the input's control bytes come out escaped.
+                assert!(!m.chars().any(char::is_control), "{m:?}");
             }
         }
     }
