@@ -278,3 +278,39 @@ fn random_garbage_never_panics() {
         assert!(r.is_ok(), "panic on {:?}", String::from_utf8_lossy(&doc));
     }
 }
+
+/// Found by the `manifest` fuzz target: bytes that are not UTF-8 in a field the model
+/// ignores were accepted (serde_json skips such strings unchecked); JSON is UTF-8.
+#[test]
+fn bytes_that_are_not_utf8_are_refused_wherever_they_are() {
+    let bytes = b"{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":\"s\",\n\"token\":\"t\xf6k3n\"}}";
+    assert_eq!(
+        one_message("s.json", bytes),
+        "s.json: metadata.token: invalid unicode code point, JSON must be UTF-8 (line 2, column 11)"
+    );
+}
+
+/// Found by the `manifest` fuzz target: a raw control byte in a key of broken JSON
+/// reached the error message, and so the log line, as it was.
+#[test]
+fn error_messages_carry_no_raw_control_bytes() {
+    let bytes = b"{   \n \"kind\",\n  !certs\"crea\x1fionstamp\": null\n/e\xces";
+    let m = one_message("c.json", bytes);
+    assert!(!m.chars().any(char::is_control), "{m:?}");
+    assert!(m.contains("crea\\u{1f}ionstamp"), "{m:?}");
+}
+
+/// Found by the `manifest` fuzz target: a data key holding a newline (`\n` in JSON)
+/// went into the field path of its error as a raw newline, so a manifest could forge a
+/// line of the agent's log. Every message is one line, whatever its source.
+#[test]
+fn a_key_cannot_forge_a_log_line() {
+    let forged = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},
+        "data":{"x\n2026-01-01T00:00:00Z INFO all good\r\u001b[2K":"v"}}"#;
+    let m = one_message("f\nx.json", forged.as_bytes());
+    assert!(!m.chars().any(char::is_control), "{m:?}");
+    assert!(
+        m.starts_with("f\\nx.json: data[x\\n2026-01-01T00:00:00Z INFO all good\\r\\u{1b}[2K]: "),
+        "{m}"
+    );
+}

@@ -45,6 +45,7 @@
 
 pub mod agent_lock;
 pub mod atomic;
+pub mod bounded;
 pub mod digest;
 mod error;
 pub mod firmware;
