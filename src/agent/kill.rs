@@ -15,10 +15,15 @@ use std::time::{Duration, Instant};
 /// Default grace period when the pod gives none.
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(30);
 
-/// The pod's grace period.
+/// The pod's grace period: the one its deletion asked for when the API server is
+/// deleting it (`kubectl delete --grace-period`), else its spec's.
 pub fn grace_period(pod: &Pod) -> Duration {
-    pod.spec
-        .termination_grace_period_seconds
+    let deletion = pod
+        .terminating()
+        .then_some(pod.metadata.deletion_grace_period_seconds)
+        .flatten();
+    deletion
+        .or(pod.spec.termination_grace_period_seconds)
         .map_or(DEFAULT_GRACE, |s| Duration::from_secs(s.max(0) as u64))
 }
 

@@ -1,0 +1,453 @@
+//! The cluster as a source of pods: list + watch of the pods bound to this node
+//! (`fieldSelector=spec.nodeName=NODE`), cached in `STATE/cluster/pods/` as the
+//! projection of [`super::objects_projection`], so the sync loop runs them like any
+//! other desired pod and they survive a reboot without an uplink.
+//!
+//! - A list replaces the cached set: pods gone from the API leave the cache (and so
+//!   stop); every cached pod's status is sent again ([`crate::store::Store::mark_pod_dirty`]),
+//!   so the API is current after an outage. Then a watch from the list's
+//!   resourceVersion (bookmarks on; the server ends it after 5-10 minutes and it is
+//!   resumed from the last resourceVersion). 410 Gone, an ERROR event or any failure:
+//!   relist (after a short wait: the connection's own back-off paces reconnecting).
+//! - A pod the model refuses (`model::parse_object`: an unsupported volume, a bad
+//!   field) is never cached: it is reported `Failed` with reason `UnsupportedPodSpec`
+//!   and a message naming the fields ([`Refusals`], sent by [`super::status`]). A pod
+//!   the API already shows in a terminal phase is not run (kubelet's rule: a finished
+//!   pod is never started again) and leaves the cache.
+//! - The configMaps and secrets the cached pods reference are watched
+//!   ([`super::objects`]).
+//!
+//! While the API server is away nothing here changes the cache: the pods keep running.
+
+use super::agent::Uplink;
+use super::backoff;
+use super::objects::{references, ObjectRef, ObjectWatches};
+use super::objects_projection::{meta_str, project, to_bytes};
+use super::status_patch::shows_refusal;
+use super::{resource_path, EventType, ListParams};
+use crate::model::{parse_pod, Object, Pod};
+use crate::store::notify::PodName;
+use crate::store::Kind;
+use async_io::Timer;
+use serde_json::Value;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+
+/// Reason of a pod refused by validation.
+pub const UNSUPPORTED: &str = "UnsupportedPodSpec";
+/// Longest refusal message sent (the model's messages are bounded, but many of them
+/// would make a status nobody reads).
+const MAX_MESSAGE: usize = 1024;
+
+/// A cluster pod this node does not run, and what the API is to show for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub uid: String,
+    pub reason: &'static str,
+    pub message: String,
+}
+
+/// The refused pods not yet reported (shared with the status task, which sends and
+/// forgets them).
+#[derive(Default)]
+pub struct Refusals(RefCell<BTreeMap<PodName, Refusal>>);
+
+impl Refusals {
+    pub fn get(&self, name: &PodName) -> Option<Refusal> {
+        self.0.borrow().get(name).cloned()
+    }
+
+    /// Records a refusal; true when it is new or changed.
+    fn insert(&self, name: PodName, r: Refusal) -> bool {
+        self.0.borrow_mut().insert(name, r.clone()).as_ref() != Some(&r)
+    }
+
+    /// Forgets the refusal of `name` (sent, or the pod changed or went).
+    pub fn remove(&self, name: &PodName) {
+        self.0.borrow_mut().remove(name);
+    }
+
+    /// Forgets the refusal of `name` if it is still the one for `uid`.
+    pub fn sent(&self, name: &PodName, uid: &str) {
+        let mut map = self.0.borrow_mut();
+        if map.get(name).is_some_and(|r| r.uid == uid) {
+            map.remove(name);
+        }
+    }
+
+    fn retain(&self, keep: impl Fn(&PodName) -> bool) {
+        self.0.borrow_mut().retain(|n, _| keep(n));
+    }
+}
+
+/// A cached pod as the source knows it: its uid and what it references.
+struct Cached {
+    uid: String,
+    refs: BTreeSet<ObjectRef>,
+}
+
+struct PodSource {
+    up: Rc<Uplink>,
+    refusals: Rc<Refusals>,
+    cached: BTreeMap<PodName, Cached>,
+    objects: ObjectWatches,
+    /// The referenced set last given to `objects`.
+    watched: BTreeSet<ObjectRef>,
+    failures: u32,
+}
+
+/// Runs the pod source for as long as the agent runs.
+pub async fn run(up: Rc<Uplink>, refusals: Rc<Refusals>) {
+    let mut source = PodSource::new(up, refusals);
+    loop {
+        let Some(mut rv) = source.list().await else {
+            Timer::after(backoff::delay(source.failures, backoff::random())).await;
+            continue;
+        };
+        while let Some(next) = source.watch(&rv).await {
+            rv = next;
+        }
+        Timer::after(backoff::delay(1, backoff::random())).await;
+    }
+}
+
+impl PodSource {
+    /// Starts from the cache: its pods' objects are watched before the first list, so
+    /// a start without an uplink keeps them as they are.
+    fn new(up: Rc<Uplink>, refusals: Rc<Refusals>) -> PodSource {
+        let pods = up.ctx.store.borrow_mut().cluster_list(Kind::Pod);
+        let cached = pods
+            .iter()
+            .filter_map(|o| match o {
+                Object::Pod(p) => Some(p),
+                _ => None,
+            })
+            .map(|p| {
+                let m = &p.metadata;
+                let c = Cached {
+                    uid: m.uid.clone(),
+                    refs: references(p),
+                };
+                ((m.namespace.clone(), m.name.clone()), c)
+            })
+            .collect();
+        let mut source = PodSource {
+            objects: ObjectWatches::new(up.clone()),
+            up,
+            refusals,
+            cached,
+            watched: BTreeSet::new(),
+            failures: 0,
+        };
+        source.sync_objects(true);
+        source
+    }
+
+    fn path(&self) -> String {
+        resource_path("v1", None, "pods", None, None)
+    }
+
+    fn params(&self) -> ListParams {
+        ListParams {
+            field_selector: Some(format!("spec.nodeName={}", self.up.node_name)),
+            ..Default::default()
+        }
+    }
+
+    /// Lists the node's pods and makes the cache what the list says; the list's
+    /// resourceVersion, or `None` when the list failed.
+    async fn list(&mut self) -> Option<String> {
+        let list: Value = match self.up.client.list(&self.path(), &self.params()).await {
+            Ok(list) => list,
+            Err(e) => {
+                self.failures = self.failures.saturating_add(1);
+                if self.failures == 1 {
+                    log::warn!(
+                        "uplink: cannot list the pods bound to node {} ({e}); the {} cached \
+                         pods keep running, trying again",
+                        self.up.node_name,
+                        self.cached.len()
+                    );
+                } else {
+                    log::debug!("uplink: listing pods: {e}");
+                }
+                return None;
+            }
+        };
+        if std::mem::take(&mut self.failures) > 0 {
+            log::info!("uplink: pods listed again");
+        }
+        let items = list["items"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+        self.replace_all(items);
+        Some(meta_str(&list, "resourceVersion").to_string())
+    }
+
+    /// One watch from `rv`: `Some(rv)` to resume from when the server ended it
+    /// normally, `None` to relist.
+    async fn watch(&mut self, rv: &str) -> Option<String> {
+        let params = ListParams {
+            resource_version: Some(rv.to_string()),
+            timeout_seconds: Some(300 + backoff::random() % 300),
+            allow_watch_bookmarks: true,
+            ..self.params()
+        };
+        let mut stream = match self.up.client.watch(&self.path(), &params).await {
+            Ok(s) => s,
+            Err(e) => {
+                log::debug!("uplink: watching pods: {e}; relisting");
+                return None;
+            }
+        };
+        loop {
+            match stream.next().await {
+                Ok(Some(ev)) => match ev.kind {
+                    EventType::Added | EventType::Modified => {
+                        self.upsert(&ev.object);
+                        self.sync_objects(false);
+                    }
+                    EventType::Deleted => self.remove(&ev.object),
+                    EventType::Bookmark => {}
+                },
+                Ok(None) => return Some(stream.resource_version().unwrap_or(rv).to_string()),
+                Err(e) if e.is_gone() => {
+                    log::info!("uplink: pod watch too old ({e}); relisting");
+                    return None;
+                }
+                Err(e) => {
+                    log::info!("uplink: pod watch ended ({e}); relisting");
+                    return None;
+                }
+            }
+        }
+    }
+
+    /// A list: every listed pod is taken, cached pods not listed are removed, and every
+    /// cached pod's status is to be sent again.
+    fn replace_all(&mut self, items: &[Value]) {
+        let mut listed = BTreeSet::new();
+        for item in items {
+            listed.extend(self.upsert(item));
+        }
+        let gone: Vec<PodName> = self
+            .cached
+            .keys()
+            .filter(|n| !listed.contains(*n))
+            .cloned()
+            .collect();
+        for name in gone {
+            log::info!("uplink: pod {}/{} is gone from the API", name.0, name.1);
+            self.forget(&name);
+        }
+        self.refusals.retain(|n| listed.contains(n));
+        let mut store = self.up.ctx.store.borrow_mut();
+        for (ns, name) in self.cached.keys() {
+            store.mark_pod_dirty(ns, name);
+        }
+        drop(store);
+        self.sync_objects(false);
+    }
+
+    /// Takes one pod from the API: cached when the model accepts it, refused when not,
+    /// left out when the API shows it finished. Returns its name.
+    fn upsert(&mut self, obj: &Value) -> Option<PodName> {
+        let (ns, name, uid) = (
+            meta_str(obj, "namespace"),
+            meta_str(obj, "name"),
+            meta_str(obj, "uid"),
+        );
+        if ns.is_empty() || name.is_empty() {
+            return None;
+        }
+        let key: PodName = (ns.to_string(), name.to_string());
+        if obj["spec"]["nodeName"].as_str() != Some(self.up.node_name.as_str()) {
+            // Not for this node (the selector says it cannot happen).
+            self.forget(&key);
+            return None;
+        }
+        if matches!(
+            obj["status"]["phase"].as_str(),
+            Some("Succeeded" | "Failed")
+        ) {
+            self.refusals.remove(&key);
+            if self.cached.contains_key(&key) {
+                log::info!("uplink: pod {ns}/{name} finished; no longer kept");
+                self.forget(&key);
+            }
+            return Some(key);
+        }
+        let bytes = to_bytes(&project(Kind::Pod, obj));
+        let source = format!("pod {ns}/{name}");
+        match parse_pod(&source, &bytes) {
+            Ok(pod) => self.keep(key.clone(), &pod, &bytes),
+            Err(e) => {
+                let message = refusal_message(&self.up.node_name, &source, &e.messages);
+                self.refuse(key.clone(), uid, UNSUPPORTED, message, &obj["status"]);
+            }
+        }
+        Some(key)
+    }
+
+    /// Caches a pod the model accepted.
+    fn keep(&mut self, key: PodName, pod: &Pod, bytes: &[u8]) {
+        self.refusals.remove(&key);
+        let (ns, name) = (&key.0, &key.1);
+        let mut store = self.up.ctx.store.borrow_mut();
+        match store.put_cluster(Kind::Pod, ns, name, bytes) {
+            Ok(true) => {
+                let what = match self.cached.get(&key) {
+                    None => "bound to this node",
+                    Some(_) if pod.metadata.deletion_timestamp.is_some() => "being deleted",
+                    Some(_) => "changed",
+                };
+                log::info!("uplink: pod {ns}/{name} {what} (uid {})", pod.metadata.uid);
+                store.mark_pod_dirty(ns, name);
+            }
+            Ok(false) => {}
+            Err(e) => {
+                log::error!("uplink: pod {ns}/{name}: cannot cache it: {e}");
+                return;
+            }
+        }
+        drop(store);
+        let cached = Cached {
+            uid: pod.metadata.uid.clone(),
+            refs: references(pod),
+        };
+        self.cached.insert(key, cached);
+    }
+
+    /// Reports a pod this node does not run (unless the API already shows exactly
+    /// that); a cached copy is removed.
+    fn refuse(
+        &mut self,
+        key: PodName,
+        uid: &str,
+        reason: &'static str,
+        message: String,
+        status: &Value,
+    ) {
+        self.forget(&key);
+        if shows_refusal(status, reason, &message) {
+            self.refusals.remove(&key);
+            return;
+        }
+        let (ns, name) = (key.0.clone(), key.1.clone());
+        let refusal = Refusal {
+            uid: uid.to_string(),
+            reason,
+            message,
+        };
+        if self.refusals.insert(key, refusal.clone()) {
+            log::warn!("uplink: pod {ns}/{name} refused: {}", refusal.message);
+            self.up.ctx.store.borrow_mut().mark_pod_dirty(&ns, &name);
+        }
+    }
+
+    /// A DELETED event: the pod leaves the cache (when it is the cached uid).
+    fn remove(&mut self, obj: &Value) {
+        let key: PodName = (
+            meta_str(obj, "namespace").to_string(),
+            meta_str(obj, "name").to_string(),
+        );
+        self.refusals.remove(&key);
+        let uid = meta_str(obj, "uid");
+        if self.cached.get(&key).is_some_and(|c| c.uid == uid) {
+            log::info!("uplink: pod {}/{} deleted from the API", key.0, key.1);
+            self.forget(&key);
+            self.sync_objects(false);
+        }
+    }
+
+    /// Removes a pod from the cache (its worker then stops it).
+    fn forget(&mut self, key: &PodName) {
+        if self.cached.remove(key).is_none() {
+            return;
+        }
+        let mut store = self.up.ctx.store.borrow_mut();
+        if let Err(e) = store.remove_cluster(Kind::Pod, &key.0, &key.1) {
+            log::error!(
+                "uplink: pod {}/{}: cannot remove it from the cache: {e}",
+                key.0,
+                key.1
+            );
+        }
+    }
+
+    /// Gives the object watches the set the cached pods reference, when it changed
+    /// (`force`: in any case, e.g. to drop cached objects left from an earlier run).
+    fn sync_objects(&mut self, force: bool) {
+        let wanted: BTreeSet<ObjectRef> = self
+            .cached
+            .values()
+            .flat_map(|c| c.refs.iter().cloned())
+            .collect();
+        if force || wanted != self.watched {
+            self.objects.set(&wanted);
+            self.watched = wanted;
+        }
+    }
+}
+
+/// The message of a refusal: the model's problems without their `SOURCE: ` prefix,
+/// joined, at most [`MAX_MESSAGE`] bytes.
+fn refusal_message(node: &str, source: &str, messages: &[String]) -> String {
+    let prefix = format!("{source}: ");
+    let mut out = format!("node {node} (tinylet) cannot run this pod: ");
+    for (i, m) in messages.iter().enumerate() {
+        let m = m.strip_prefix(&prefix).unwrap_or(m);
+        if out.len() + m.len() > MAX_MESSAGE {
+            out.push_str(&format!("; ... and {} more", messages.len() - i));
+            break;
+        }
+        if i > 0 {
+            out.push_str("; ");
+        }
+        out.push_str(m);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusal_messages_name_the_fields_and_are_bounded() {
+        let m = refusal_message(
+            "gw1",
+            "pod d/p",
+            &["pod d/p: spec.volumes[0]: unsupported volume source".into()],
+        );
+        assert_eq!(
+            m,
+            "node gw1 (tinylet) cannot run this pod: spec.volumes[0]: unsupported volume source"
+        );
+        let many: Vec<String> = (0..100)
+            .map(|i| format!("pod d/p: spec.containers[{i}].image: {}", "x".repeat(50)))
+            .collect();
+        let m = refusal_message("gw1", "pod d/p", &many);
+        assert!(m.len() < MAX_MESSAGE + 40, "{}", m.len());
+        assert!(m.ends_with("more"), "{m}");
+    }
+
+    #[test]
+    fn refusals_are_kept_until_sent_for_their_uid() {
+        let r = Refusals::default();
+        let key = ("d".to_string(), "p".to_string());
+        let refusal = Refusal {
+            uid: "u1".into(),
+            reason: UNSUPPORTED,
+            message: "m".into(),
+        };
+        assert!(r.insert(key.clone(), refusal.clone()));
+        assert!(
+            !r.insert(key.clone(), refusal),
+            "unchanged: nothing new to send"
+        );
+        r.sent(&key, "u0");
+        assert!(r.get(&key).is_some(), "another uid's answer does not count");
+        r.sent(&key, "u1");
+        assert!(r.get(&key).is_none());
+    }
+}
