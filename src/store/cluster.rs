@@ -66,6 +66,11 @@ impl Store {
         atomic::remove_file(&dir, &file).at(&dir.join(&file))
     }
 
+    /// Whether a cluster object file `kind` `ns/name` exists (valid or not).
+    pub fn cluster_exists(&self, kind: Kind, ns: &str, name: &str) -> bool {
+        layout::file_name(ns, name).is_ok_and(|f| self.cluster.kind_dir(kind).join(f).exists())
+    }
+
     /// `(namespace, name)` of every cluster object file of `kind`, sorted.
     pub fn cluster_names(&self, kind: Kind) -> Vec<(String, String)> {
         let dir = self.cluster.kind_dir(kind);

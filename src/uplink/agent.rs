@@ -48,8 +48,8 @@ pub fn start(uplink: &Rc<Uplink>) {
 
 /// The pod side: the pod source (with the configMap and secret watches) and status up.
 fn start_pods(uplink: &Rc<Uplink>) {
-    let refusals = Rc::new(super::pods::Refusals::default());
+    let shared = Rc::new(super::pods::Shared::default());
     let wake = uplink.ctx.store.borrow_mut().subscribe_status();
-    crate::rt::spawn(super::pods::run(uplink.clone(), refusals.clone())).detach();
-    crate::rt::spawn(super::status::run(uplink.clone(), refusals, wake)).detach();
+    crate::rt::spawn(super::pods::run(uplink.clone(), shared.clone())).detach();
+    crate::rt::spawn(super::status::run(uplink.clone(), shared, wake)).detach();
 }

@@ -23,6 +23,7 @@ use super::agent::Uplink;
 use super::backoff;
 use super::objects::{references, ObjectRef, ObjectWatches};
 use super::objects_projection::{meta_str, project, to_bytes};
+use super::pods_seen::Seen;
 use super::status_patch::shows_refusal;
 use super::{resource_path, EventType, ListParams};
 use crate::model::{parse_pod, Object, Pod};
@@ -81,6 +82,13 @@ impl Refusals {
     }
 }
 
+/// What the pod source shares with the status task.
+#[derive(Default)]
+pub struct Shared {
+    pub refusals: Refusals,
+    pub seen: Seen,
+}
+
 /// A cached pod as the source knows it: its uid and what it references.
 struct Cached {
     uid: String,
@@ -89,7 +97,7 @@ struct Cached {
 
 struct PodSource {
     up: Rc<Uplink>,
-    refusals: Rc<Refusals>,
+    shared: Rc<Shared>,
     cached: BTreeMap<PodName, Cached>,
     objects: ObjectWatches,
     /// The referenced set last given to `objects`.
@@ -98,8 +106,8 @@ struct PodSource {
 }
 
 /// Runs the pod source for as long as the agent runs.
-pub async fn run(up: Rc<Uplink>, refusals: Rc<Refusals>) {
-    let mut source = PodSource::new(up, refusals);
+pub async fn run(up: Rc<Uplink>, shared: Rc<Shared>) {
+    let mut source = PodSource::new(up, shared);
     loop {
         let Some(mut rv) = source.list().await else {
             Timer::after(backoff::delay(source.failures, backoff::random())).await;
@@ -115,7 +123,7 @@ pub async fn run(up: Rc<Uplink>, refusals: Rc<Refusals>) {
 impl PodSource {
     /// Starts from the cache: its pods' objects are watched before the first list, so
     /// a start without an uplink keeps them as they are.
-    fn new(up: Rc<Uplink>, refusals: Rc<Refusals>) -> PodSource {
+    fn new(up: Rc<Uplink>, shared: Rc<Shared>) -> PodSource {
         let pods = up.ctx.store.borrow_mut().cluster_list(Kind::Pod);
         let cached = pods
             .iter()
@@ -135,7 +143,7 @@ impl PodSource {
         let mut source = PodSource {
             objects: ObjectWatches::new(up.clone()),
             up,
-            refusals,
+            shared,
             cached,
             watched: BTreeSet::new(),
             failures: 0,
@@ -239,7 +247,7 @@ impl PodSource {
             log::info!("uplink: pod {}/{} is gone from the API", name.0, name.1);
             self.forget(&name);
         }
-        self.refusals.retain(|n| listed.contains(n));
+        self.shared.refusals.retain(|n| listed.contains(n));
         let mut store = self.up.ctx.store.borrow_mut();
         for (ns, name) in self.cached.keys() {
             store.mark_pod_dirty(ns, name);
@@ -265,11 +273,12 @@ impl PodSource {
             self.forget(&key);
             return None;
         }
+        self.shared.seen.record(&key, &obj["status"]);
         if matches!(
             obj["status"]["phase"].as_str(),
             Some("Succeeded" | "Failed")
         ) {
-            self.refusals.remove(&key);
+            self.shared.refusals.remove(&key);
             if self.cached.contains_key(&key) {
                 log::info!("uplink: pod {ns}/{name} finished; no longer kept");
                 self.forget(&key);
@@ -290,9 +299,21 @@ impl PodSource {
 
     /// Caches a pod the model accepted.
     fn keep(&mut self, key: PodName, pod: &Pod, bytes: &[u8]) {
-        self.refusals.remove(&key);
+        self.shared.refusals.remove(&key);
         let (ns, name) = (&key.0, &key.1);
         let mut store = self.up.ctx.store.borrow_mut();
+        let known = self
+            .cached
+            .get(&key)
+            .is_some_and(|c| c.uid == pod.metadata.uid);
+        if known
+            && pod.metadata.deletion_timestamp.is_some()
+            && !store.cluster_exists(Kind::Pod, ns, name)
+        {
+            // Stopped and deleted by the status task; the API's last words on it (our
+            // own gracePeriodSeconds 0) must not bring it back.
+            return;
+        }
         match store.put_cluster(Kind::Pod, ns, name, bytes) {
             Ok(true) => {
                 let what = match self.cached.get(&key) {
@@ -329,7 +350,7 @@ impl PodSource {
     ) {
         self.forget(&key);
         if shows_refusal(status, reason, &message) {
-            self.refusals.remove(&key);
+            self.shared.refusals.remove(&key);
             return;
         }
         let (ns, name) = (key.0.clone(), key.1.clone());
@@ -338,7 +359,7 @@ impl PodSource {
             reason,
             message,
         };
-        if self.refusals.insert(key, refusal.clone()) {
+        if self.shared.refusals.insert(key, refusal.clone()) {
             log::warn!("uplink: pod {ns}/{name} refused: {}", refusal.message);
             self.up.ctx.store.borrow_mut().mark_pod_dirty(&ns, &name);
         }
@@ -350,7 +371,7 @@ impl PodSource {
             meta_str(obj, "namespace").to_string(),
             meta_str(obj, "name").to_string(),
         );
-        self.refusals.remove(&key);
+        self.shared.refusals.remove(&key);
         let uid = meta_str(obj, "uid");
         if self.cached.get(&key).is_some_and(|c| c.uid == uid) {
             log::info!("uplink: pod {}/{} deleted from the API", key.0, key.1);
@@ -361,6 +382,7 @@ impl PodSource {
 
     /// Removes a pod from the cache (its worker then stops it).
     fn forget(&mut self, key: &PodName) {
+        self.shared.seen.forget(key);
         if self.cached.remove(key).is_none() {
             return;
         }

@@ -16,12 +16,12 @@
 //!   (the device owner's pods win);
 //! - else its status file, when there is one.
 //!
-//! 404 (the pod was deleted meanwhile) and 409 (another pod of that name now) drop the
-//! entry: a patch can never bring a deleted pod back.
+//! 404 (the pod was deleted meanwhile) and 409 or a 422 on `metadata.uid` (another pod
+//! of that name now) drop the entry: a patch can never bring a deleted pod back.
 
 use super::agent::Uplink;
 use super::backoff;
-use super::pods::Refusals;
+use super::pods::Shared;
 use super::status_patch::{refused_patch, status_patch};
 use super::{resource_path, ApiError, DeleteOptions, PatchType, Preconditions};
 use crate::model::Object;
@@ -59,7 +59,7 @@ enum Outcome {
 }
 
 /// Runs the status task: waits for the store's wake-ups, sends what is dirty.
-pub async fn run(up: Rc<Uplink>, refusals: Rc<Refusals>, wake: Receiver<()>) {
+pub async fn run(up: Rc<Uplink>, shared: Rc<Shared>, wake: Receiver<()>) {
     let mut pending: BTreeSet<PodName> = BTreeSet::new();
     let mut failures = 0u32;
     loop {
@@ -67,7 +67,7 @@ pub async fn run(up: Rc<Uplink>, refusals: Rc<Refusals>, wake: Receiver<()>) {
         let mut left = BTreeSet::new();
         let mut queue = std::mem::take(&mut pending).into_iter();
         for name in queue.by_ref() {
-            if let Outcome::Retry = send(&up, &refusals, &name).await {
+            if let Outcome::Retry = send(&up, &shared, &name).await {
                 left.insert(name);
                 // The uplink is away: the others would fail the same way.
                 break;
@@ -103,8 +103,8 @@ pub async fn run(up: Rc<Uplink>, refusals: Rc<Refusals>, wake: Receiver<()>) {
 }
 
 /// Decides and does what pod `name` needs.
-async fn send(up: &Uplink, refusals: &Refusals, name: &PodName) -> Outcome {
-    let action = decide(up, refusals, name);
+async fn send(up: &Uplink, shared: &Shared, name: &PodName) -> Outcome {
+    let action = decide(up, shared, name);
     let (ns, pod) = (&name.0, &name.1);
     let path = resource_path("v1", Some(ns), "pods", Some(pod), None);
     match action {
@@ -113,7 +113,7 @@ async fn send(up: &Uplink, refusals: &Refusals, name: &PodName) -> Outcome {
             let r = patch(up, &path, &body).await;
             let out = outcome(name, "status (refused)", r);
             if let Outcome::Done = out {
-                refusals.sent(name, &uid);
+                shared.refusals.sent(name, &uid);
             }
             out
         }
@@ -141,9 +141,9 @@ async fn send(up: &Uplink, refusals: &Refusals, name: &PodName) -> Outcome {
 }
 
 /// What pod `name` needs (see the module doc), read from the store without waiting.
-fn decide(up: &Uplink, refusals: &Refusals, name: &PodName) -> Action {
+fn decide(up: &Uplink, shared: &Shared, name: &PodName) -> Action {
     let (ns, pod_name) = (&name.0, &name.1);
-    if let Some(r) = refusals.get(name) {
+    if let Some(r) = shared.refusals.get(name) {
         let body = refused_patch(&r.uid, r.reason, &r.message);
         return Action::Refuse { uid: r.uid, body };
     }
@@ -166,7 +166,7 @@ fn decide(up: &Uplink, refusals: &Refusals, name: &PodName) -> Action {
     }
     match store.read_status(ns, pod_name) {
         Some(status) => Action::Patch {
-            body: status_patch(&uid, &status),
+            body: status_patch(&uid, &status, &shared.seen.pod_ips(name)),
         },
         None => Action::Nothing,
     }
@@ -189,7 +189,8 @@ fn outcome(name: &PodName, what: &str, r: Result<(), ApiError>) -> Outcome {
             log::debug!("uplink: pod {ns}/{pod}: {what} sent");
             Outcome::Done
         }
-        Err(e) if e.is_not_found() || e.is_conflict() => {
+        // 422 on metadata.uid: the uid precondition, another pod of that name now.
+        Err(e) if e.is_not_found() || e.is_conflict() || uid_mismatch(&e) => {
             log::debug!("uplink: pod {ns}/{pod}: {what} not sent, the pod is gone ({e})");
             Outcome::Done
         }
@@ -202,6 +203,12 @@ fn outcome(name: &PodName, what: &str, r: Result<(), ApiError>) -> Outcome {
             Outcome::Done
         }
     }
+}
+
+/// The API server's answer when the patch's uid is not the pod's (it reads it as a
+/// change of an immutable field).
+fn uid_mismatch(e: &ApiError) -> bool {
+    matches!(e, ApiError::Status(s) if s.code == 422 && s.message.contains("metadata.uid"))
 }
 
 /// The deletion is done: the cached pod of `uid` goes (not a newer one of that name).

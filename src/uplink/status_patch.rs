@@ -8,8 +8,9 @@
 //! `OfflineImage` reason goes away, a lost pod IP too). `conditions` merge by `type`
 //! (conditions other controllers own are kept) and each carries `reason` and `message`,
 //! `null` when empty, so a condition that turned True loses its old reason.
-//! `podIPs` merge by `ip`, so the list is replaced as a whole (`$patch: replace`);
-//! container statuses are replaced whole by the API's own rules.
+//! `podIPs` merge by `ip`, so an IP the API shows and the pod no longer has is deleted
+//! by name (`$patch: delete`; the API server v1.20 does not honour `$patch: replace` in
+//! that list); container statuses are replaced whole by the API's own rules.
 
 use crate::model::PodStatus;
 use serde_json::{json, Map, Value};
@@ -29,8 +30,9 @@ const OWNED: [&str; 11] = [
     "qosClass",
 ];
 
-/// The patch that makes the API's status of pod `uid` equal to `status`.
-pub fn status_patch(uid: &str, status: &PodStatus) -> Value {
+/// The patch that makes the API's status of pod `uid` equal to `status`; `api_ips`:
+/// the pod IPs the API shows now.
+pub fn status_patch(uid: &str, status: &PodStatus, api_ips: &[String]) -> Value {
     let mut st = match serde_json::to_value(status) {
         Ok(Value::Object(m)) => m,
         _ => Map::new(),
@@ -45,8 +47,18 @@ pub fn status_patch(uid: &str, status: &PodStatus) -> Value {
             }
         }
     }
-    if let Some(Value::Array(ips)) = st.get_mut("podIPs") {
-        ips.push(json!({"$patch": "replace"}));
+    let stale: Vec<Value> = api_ips
+        .iter()
+        .filter(|ip| !status.pod_ips.iter().any(|p| p.ip == **ip))
+        .map(|ip| json!({"$patch": "delete", "ip": ip}))
+        .collect();
+    if !stale.is_empty() {
+        match st.get_mut("podIPs") {
+            Some(Value::Array(ips)) => ips.extend(stale),
+            _ => {
+                st.insert("podIPs".into(), Value::Array(stale));
+            }
+        }
     }
     json!({"metadata": {"uid": uid}, "status": st})
 }
@@ -102,7 +114,7 @@ mod tests {
 
     #[test]
     fn the_uid_is_a_precondition_and_cleared_fields_are_null() {
-        let p = status_patch("u-1", &running());
+        let p = status_patch("u-1", &running(), &[]);
         assert_eq!(p["metadata"]["uid"], "u-1");
         let s = &p["status"];
         assert_eq!(s["phase"], "Running");
@@ -118,18 +130,25 @@ mod tests {
     }
 
     #[test]
-    fn pod_ips_replace_the_list() {
-        let p = status_patch("u", &running());
+    fn pod_ips_the_api_shows_and_the_pod_lost_are_deleted() {
+        let p = status_patch("u", &running(), &["10.88.0.5".into()]);
+        assert_eq!(p["status"]["podIPs"], json!([{"ip": "10.88.0.5"}]));
+        let p = status_patch("u", &running(), &["10.88.0.4".into()]);
         assert_eq!(
             p["status"]["podIPs"],
-            json!([{"ip": "10.88.0.5"}, {"$patch": "replace"}])
+            json!([{"ip": "10.88.0.5"}, {"$patch": "delete", "ip": "10.88.0.4"}])
         );
         let mut lost = running();
         lost.pod_ip.clear();
         lost.pod_ips.clear();
-        let p = status_patch("u", &lost);
+        let p = status_patch("u", &lost, &[]);
         assert!(p["status"]["podIPs"].is_null());
         assert!(p["status"]["podIP"].is_null());
+        let p = status_patch("u", &lost, &["10.88.0.5".into()]);
+        assert_eq!(
+            p["status"]["podIPs"],
+            json!([{"$patch": "delete", "ip": "10.88.0.5"}])
+        );
     }
 
     #[test]
