@@ -693,3 +693,113 @@ fn patch_status_as_admin(kube: &Kube, ns: &str, name: &str, body: &Value) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The uplink cut (through the harness's relay): the pods keep running and a killed
+/// container restarts, with the API none the wiser; a pod deleted and a configMap
+/// changed with kubectl meanwhile. The relay restored: the deleted pod is stopped and
+/// gone from the API, the configMap reaches the file, the restart shows in the API.
+#[test]
+fn uplink_cut_and_back_the_node_catches_up() {
+    let kube = Kube::shared();
+    let c = Containerd::start();
+    let relay = kube.relay();
+    let name = "tl-cut";
+    register(kube, name);
+    let id = relay.node_identity(name);
+    let n = Node::new(&c, name);
+    n.set_config("nodeName", json!(name));
+    n.set_config("apiServer", json!({"kubeconfig": id.kubeconfig}));
+    let ns = "cut";
+    namespace(kube, ns);
+    kube.apply(
+        &json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "cfg", "namespace": ns}, "data": {"v": "before"}})
+        .to_string(),
+    );
+    n.start_agent();
+    let mut main = sh("main", "exec sleep 3600");
+    main["volumeMounts"] = json!([{"name": "cfg", "mountPath": "/cfg"}]);
+    let spec =
+        json!({"containers": [main], "volumes": [{"name": "cfg", "configMap": {"name": "cfg"}}]});
+    kube.apply(&kpod(name, ns, "keep", spec).to_string());
+    kube.apply(
+        &kpod(
+            name,
+            ns,
+            "drop",
+            json!({"containers": [sh("main", "exec sleep 3600")]}),
+        )
+        .to_string(),
+    );
+    let keep = wait_api(kube, &n, ns, "keep", "Running", START, running_ready);
+    let dropped = wait_api(kube, &n, ns, "drop", "Running", START, running_ready);
+    let drop_uid = dropped["metadata"]["uid"].as_str().unwrap().to_string();
+
+    relay.cut();
+    let id_of = |p: &Value| {
+        cstatus(p, "main")["containerID"]
+            .as_str()
+            .unwrap()
+            .rsplit("://")
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    c.ctr_ok(&[
+        "-n",
+        "k8s.io",
+        "tasks",
+        "kill",
+        "-s",
+        "SIGKILL",
+        &id_of(&keep),
+    ]);
+    wait_for("the node restarts the container", START, || {
+        let l = local_view(&n, ns, "keep")?;
+        (cstatus(&l, "main")["restartCount"] == 1 && running_ready(&l)).then_some(())
+    });
+    kube.kubectl_ok(&["delete", "pod", "drop", "-n", ns, "--wait=false"]);
+    kube.kubectl_ok(&[
+        "patch",
+        "configmap",
+        "cfg",
+        "-n",
+        ns,
+        "-p",
+        r#"{"data":{"v":"after"}}"#,
+    ]);
+    let cri = n.cri();
+    holds_for(
+        "without the uplink nothing is stopped",
+        Duration::from_secs(3),
+        || {
+            let running = cri
+                .containers(&drop_uid)
+                .iter()
+                .any(agent_support::container_running);
+            (!running).then(|| "the deleted pod stopped without the uplink".to_string())
+        },
+    );
+    assert_eq!(
+        cstatus(&api_pod(kube, ns, "keep").unwrap(), "main")["restartCount"],
+        0,
+        "the API cannot know yet"
+    );
+
+    relay.restore();
+    let back = Instant::now();
+    wait_api(kube, &n, ns, "keep", "showing the restart", START, |p| {
+        cstatus(p, "main")["restartCount"] == 1 && running_ready(p)
+    });
+    let current = back.elapsed();
+    wait_for("the deleted pod is gone from the API", START, || {
+        api_pod(kube, ns, "drop").is_none().then_some(())
+    });
+    assert!(cri.containers(&drop_uid).is_empty() && cri.sandboxes(&drop_uid).is_empty());
+    wait_exec(&n, ns, "keep", &["cat", "/cfg/v"], |o| o == "after");
+    eprintln!(
+        "uplink back: restart shown in the API after {current:?}, all caught up after {:?}",
+        back.elapsed()
+    );
+    n.kill_agent();
+}

@@ -112,3 +112,24 @@ pub async fn remove_pod(ctx: &Context, observed: &ObservedPod) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::pod::Source;
+
+    #[test]
+    fn a_cluster_deletion_grace_wins_over_the_spec() {
+        let mut pod = Pod::default();
+        assert_eq!(grace_period(&pod), DEFAULT_GRACE);
+        pod.spec.termination_grace_period_seconds = Some(60);
+        pod.metadata.deletion_grace_period_seconds = Some(4);
+        assert_eq!(grace_period(&pod), Duration::from_secs(60), "not deleting");
+        pod.metadata.deletion_timestamp = Some("2026-12-01T10:00:00Z".into());
+        assert_eq!(grace_period(&pod), Duration::from_secs(60), "a local pod");
+        pod.set_source(Source::Api);
+        assert_eq!(grace_period(&pod), Duration::from_secs(4));
+        pod.metadata.deletion_grace_period_seconds = Some(-1);
+        assert_eq!(grace_period(&pod), Duration::ZERO);
+    }
+}

@@ -17,7 +17,7 @@ use super::atomic;
 use super::digest::fnv1a128;
 use super::error::{IoContext, StoreError};
 use super::layout::{self, Kind};
-use super::state_files;
+use super::state_files::{self, Access};
 use super::Store;
 use crate::model::pod::Source;
 use crate::model::{ConfigMap, Object, Secret};
@@ -89,10 +89,11 @@ impl Store {
     }
 
     /// The cluster object `kind` `ns/name` (a pod with its source set), if stored and
-    /// valid (a bad file is quarantined, or only logged read-only).
+    /// valid (a bad file is quarantined; a bad pod file only logged).
     pub fn cluster_get(&mut self, kind: Kind, ns: &str, name: &str) -> Option<Object> {
         let file = layout::file_name(ns, name).ok()?;
-        match state_files::read_or_quarantine(&self.cluster, kind, &file, self.access()) {
+        match state_files::read_or_quarantine(&self.cluster, kind, &file, self.cluster_access(kind))
+        {
             Ok(found) => found.map(|s| with_source(s.object, Source::Api)),
             Err(e) => {
                 log::error!("{e}");
@@ -103,10 +104,21 @@ impl Store {
 
     /// Every valid cluster object of `kind`, sorted by namespace and name.
     pub fn cluster_list(&mut self, kind: Kind) -> Vec<Object> {
-        state_files::list(&self.cluster, kind, self.access())
+        state_files::list(&self.cluster, kind, self.cluster_access(kind))
             .into_iter()
             .map(|o| with_source(o, Source::Api))
             .collect()
+    }
+
+    /// How the uplink's reads treat a bad file: a damaged pod file is only logged (the
+    /// sync loop decides about it, see [`Store::desired_pods_keeping_damaged`]: its pod
+    /// must not stop because another reader moved the file away).
+    fn cluster_access(&self, kind: Kind) -> Access {
+        if kind == Kind::Pod {
+            Access::ReadOnly
+        } else {
+            self.access()
+        }
     }
 
     /// The configMap `ns/name` a pod from `source` sees: a cluster pod only the

@@ -153,6 +153,10 @@ impl Store {
         let moved = quarantine(&quarantine_dir, &dir, &file, Kind::Pod, &reason)?;
         let mut good = pod.clone();
         good.status = None;
+        // Set on every read (see the store's doc), so never written.
+        good.metadata
+            .annotations
+            .remove(crate::model::pod::CONFIG_SOURCE);
         let bytes = to_bytes(&Object::Pod(Box::new(good)));
         self.bytes_written +=
             atomic::write_file(&dir, &file, &bytes, atomic::PLAIN_FILE_MODE).at(&dir.join(&file))?;
