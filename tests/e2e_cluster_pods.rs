@@ -470,12 +470,39 @@ fn refused_pods_are_failed_in_the_api_with_the_reason() {
         p["status"]
     );
     let message = p["status"]["message"].as_str().unwrap_or_default();
-    assert!(message.contains("spec.volumes[0]"), "{message}");
+    assert!(
+        message.contains("spec.volumes[0]") && message.contains("nfs"),
+        "{message}"
+    );
     assert!(
         !cluster_file(n, "pods", ns, "nfs").exists(),
         "a refused pod is not cached"
     );
     assert!(local_view(n, ns, "nfs").is_none());
+
+    // A default pod of a current cluster gets the projected kube-api-access-* volume,
+    // not supported yet: refused the same way, naming the volume.
+    let mut default = kpod(
+        NODE,
+        ns,
+        "default-sa",
+        json!({"containers": [sh("main", "exec sleep 3600")]}),
+    );
+    default["spec"]
+        .as_object_mut()
+        .unwrap()
+        .remove("automountServiceAccountToken");
+    kube.apply(&default.to_string());
+    let p = wait_api(kube, n, ns, "default-sa", "Failed", START, |p| {
+        p["status"]["phase"] == "Failed"
+    });
+    assert_eq!(p["status"]["reason"], "UnsupportedPodSpec");
+    let message = p["status"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("spec.volumes[0]") && message.contains("projected"),
+        "{message}"
+    );
+    eprintln!("a default pod is refused with: {message}");
 
     // A local pod's name is the device owner's: the cluster pod of that name is refused,
     // the local one keeps running untouched.
@@ -800,6 +827,45 @@ fn uplink_cut_and_back_the_node_catches_up() {
     eprintln!(
         "uplink back: restart shown in the API after {current:?}, all caught up after {:?}",
         back.elapsed()
+    );
+    n.kill_agent();
+}
+
+/// A pod as a v1.20 cluster without bound tokens makes it: the ServiceAccount admission
+/// adds the `default-token-*` secret volume, which runs as a plain secret volume.
+#[test]
+fn v1_20_default_token_secret_volume_runs_unchanged() {
+    let kube = Kube::start_with_bound_tokens(false);
+    let c = Containerd::start();
+    let name = "tl-legacy";
+    let n = join(&kube, &c, name);
+    let ns = "legacy";
+    namespace(&kube, ns);
+    n.start_agent();
+    let mut pod = kpod(
+        name,
+        ns,
+        "sa",
+        json!({"containers": [sh("main", "exec sleep 3600")]}),
+    );
+    pod["spec"]
+        .as_object_mut()
+        .unwrap()
+        .remove("automountServiceAccountToken");
+    kube.apply(&pod.to_string());
+    let p = wait_api(&kube, &n, ns, "sa", "Running", START, running_ready);
+    let volumes = p["spec"]["volumes"].to_string();
+    assert!(volumes.contains("default-token-"), "{volumes}");
+    let dir = "/var/run/secrets/kubernetes.io/serviceaccount";
+    wait_exec(&n, ns, "sa", &["cat", &format!("{dir}/namespace")], |o| {
+        o == ns
+    });
+    wait_exec(
+        &n,
+        ns,
+        "sa",
+        &["sh", "-c", &format!("test -s {dir}/token && echo ok")],
+        |o| o.trim() == "ok",
     );
     n.kill_agent();
 }

@@ -290,7 +290,8 @@ impl PodSource {
         match parse_pod(&source, &bytes) {
             Ok(pod) => self.keep(key.clone(), &pod, &bytes),
             Err(e) => {
-                let message = refusal_message(&self.up.node_name, &source, &e.messages);
+                let messages = name_volume_sources(&source, e.messages, obj);
+                let message = refusal_message(&self.up.node_name, &source, &messages);
                 self.refuse(key.clone(), uid, UNSUPPORTED, message, &obj["status"]);
             }
         }
@@ -411,6 +412,35 @@ impl PodSource {
     }
 }
 
+/// The model reads only the volume sources it supports, so of a volume with another
+/// one it says "got none": name what the API object has there instead.
+fn name_volume_sources(source: &str, messages: Vec<String>, obj: &Value) -> Vec<String> {
+    let volumes = obj["spec"]["volumes"].as_array();
+    messages
+        .into_iter()
+        .map(|m| {
+            let at = m
+                .strip_prefix(source)
+                .and_then(|r| r.strip_prefix(": spec.volumes["))
+                .and_then(|r| r.split_once("]: "))
+                .filter(|(_, rest)| rest.ends_with("got none"))
+                .and_then(|(i, _)| i.parse::<usize>().ok());
+            let Some(v) = at.and_then(|i| volumes?.get(i)?.as_object()) else {
+                return m;
+            };
+            let kinds: Vec<&str> = v
+                .keys()
+                .map(String::as_str)
+                .filter(|k| *k != "name")
+                .collect();
+            format!(
+                "{m} (this pod's volume is {}: not supported)",
+                kinds.join(", ")
+            )
+        })
+        .collect()
+}
+
 /// The message of a refusal: the model's problems without their `SOURCE: ` prefix,
 /// joined, at most [`MAX_MESSAGE`] bytes.
 fn refusal_message(node: &str, source: &str, messages: &[String]) -> String {
@@ -451,6 +481,28 @@ mod tests {
         let m = refusal_message("gw1", "pod d/p", &many);
         assert!(m.len() < MAX_MESSAGE + 40, "{}", m.len());
         assert!(m.ends_with("more"), "{m}");
+    }
+
+    #[test]
+    fn volume_sources_the_model_does_not_read_are_named() {
+        let obj = serde_json::json!({"spec": {"volumes": [
+            {"name": "ok", "emptyDir": {}},
+            {"name": "kube-api-access-x", "projected": {"sources": []}}
+        ]}});
+        let got = name_volume_sources(
+            "pod d/p",
+            vec![
+                "pod d/p: spec.volumes[1]: must specify exactly one of emptyDir, hostPath, configMap, secret, got none".into(),
+                "pod d/p: spec.containers[0].image: required".into(),
+            ],
+            &obj,
+        );
+        assert!(
+            got[0].ends_with("(this pod's volume is projected: not supported)"),
+            "{}",
+            got[0]
+        );
+        assert_eq!(got[1], "pod d/p: spec.containers[0].image: required");
     }
 
     #[test]
