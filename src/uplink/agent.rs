@@ -48,8 +48,8 @@ pub fn start(uplink: &Rc<Uplink>) {
 
 /// The pod side: the pod source (with the configMap and secret watches) and status up.
 fn start_pods(uplink: &Rc<Uplink>) {
-    let shared = Rc::new(super::pods::Shared::default());
+    let bound = Rc::new(super::pods_bound::Bound::default());
     let wake = uplink.ctx.store.borrow_mut().subscribe_status();
-    crate::rt::spawn(super::pods::run(uplink.clone(), shared.clone())).detach();
-    crate::rt::spawn(super::status::run(uplink.clone(), shared, wake)).detach();
+    crate::rt::spawn(super::pods::run(uplink.clone(), bound.clone())).detach();
+    crate::rt::spawn(super::status::run(uplink.clone(), bound, wake)).detach();
 }

@@ -31,7 +31,7 @@ pub mod objects;
 pub mod objects_projection;
 mod objects_watch;
 pub mod pods;
-pub mod pods_seen;
+pub mod pods_bound;
 pub mod query;
 mod resolve;
 pub mod status;

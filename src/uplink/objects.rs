@@ -9,7 +9,6 @@ use super::agent::Uplink;
 use crate::model::Pod;
 use crate::store::Kind;
 use smol::Task;
-use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
 /// A configMap or secret by kind, namespace and name.
@@ -26,13 +25,14 @@ impl std::fmt::Display for ObjectRef {
     }
 }
 
-/// Every configMap and secret `pod` references, in its namespace.
-pub fn references(pod: &Pod) -> BTreeSet<ObjectRef> {
+/// Every configMap and secret `pod` references, in its namespace; sorted, without
+/// duplicates.
+pub fn references(pod: &Pod) -> Vec<ObjectRef> {
     let ns = &pod.metadata.namespace;
-    let mut out = BTreeSet::new();
+    let mut out = Vec::new();
     let mut add = |kind: Kind, name: &str| {
         if !name.is_empty() {
-            out.insert(ObjectRef {
+            out.push(ObjectRef {
                 kind,
                 namespace: ns.clone(),
                 name: name.to_string(),
@@ -68,13 +68,15 @@ pub fn references(pod: &Pod) -> BTreeSet<ObjectRef> {
             }
         }
     }
+    out.sort();
+    out.dedup();
     out
 }
 
-/// One running watch per referenced object.
+/// One running watch per referenced object (a few per pod: a list is enough).
 pub struct ObjectWatches {
     up: Rc<Uplink>,
-    watches: BTreeMap<ObjectRef, Task<()>>,
+    watches: Vec<(ObjectRef, Task<()>)>,
 }
 
 impl ObjectWatches {
@@ -83,18 +85,18 @@ impl ObjectWatches {
     pub fn new(up: Rc<Uplink>) -> ObjectWatches {
         ObjectWatches {
             up,
-            watches: BTreeMap::new(),
+            watches: Vec::new(),
         }
     }
 
     /// Makes the watched set `wanted`: starts the new ones, stops the others and
     /// removes their cached copies (also those left from an earlier run).
-    pub fn set(&mut self, wanted: &BTreeSet<ObjectRef>) {
-        self.watches.retain(|r, _| wanted.contains(r));
+    pub fn set(&mut self, wanted: &[ObjectRef]) {
+        self.watches.retain(|(r, _)| wanted.contains(r));
         for r in wanted {
-            if !self.watches.contains_key(r) {
+            if !self.watches.iter().any(|(w, _)| w == r) {
                 let task = crate::rt::spawn(super::objects_watch::run(self.up.clone(), r.clone()));
-                self.watches.insert(r.clone(), task);
+                self.watches.push((r.clone(), task));
             }
         }
         let mut store = self.up.ctx.store.borrow_mut();

@@ -11,7 +11,7 @@
 //!   relist (after a short wait: the connection's own back-off paces reconnecting).
 //! - A pod the model refuses (`model::parse_object`: an unsupported volume, a bad
 //!   field) is never cached: it is reported `Failed` with reason `UnsupportedPodSpec`
-//!   and a message naming the fields ([`Refusals`], sent by [`super::status`]). A pod
+//!   and a message naming the fields ([`Bound`], sent by [`super::status`]). A pod
 //!   the API already shows in a terminal phase is not run (kubelet's rule: a finished
 //!   pod is never started again) and leaves the cache.
 //! - The configMaps and secrets the cached pods reference are watched
@@ -23,7 +23,7 @@ use super::agent::Uplink;
 use super::backoff;
 use super::objects::{references, ObjectRef, ObjectWatches};
 use super::objects_projection::{meta_str, project, to_bytes};
-use super::pods_seen::Seen;
+use super::pods_bound::{api_ips, Bound, Refusal};
 use super::status_patch::shows_refusal;
 use super::{resource_path, EventType, ListParams};
 use crate::model::{parse_pod, Object, Pod};
@@ -31,8 +31,6 @@ use crate::store::notify::PodName;
 use crate::store::Kind;
 use async_io::Timer;
 use serde_json::Value;
-use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
 /// Reason of a pod refused by validation.
@@ -41,73 +39,18 @@ pub const UNSUPPORTED: &str = "UnsupportedPodSpec";
 /// would make a status nobody reads).
 const MAX_MESSAGE: usize = 1024;
 
-/// A cluster pod this node does not run, and what the API is to show for it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
-    pub uid: String,
-    pub reason: &'static str,
-    pub message: String,
-}
-
-/// The refused pods not yet reported (shared with the status task, which sends and
-/// forgets them).
-#[derive(Default)]
-pub struct Refusals(RefCell<BTreeMap<PodName, Refusal>>);
-
-impl Refusals {
-    pub fn get(&self, name: &PodName) -> Option<Refusal> {
-        self.0.borrow().get(name).cloned()
-    }
-
-    /// Records a refusal; true when it is new or changed.
-    fn insert(&self, name: PodName, r: Refusal) -> bool {
-        self.0.borrow_mut().insert(name, r.clone()).as_ref() != Some(&r)
-    }
-
-    /// Forgets the refusal of `name` (sent, or the pod changed or went).
-    pub fn remove(&self, name: &PodName) {
-        self.0.borrow_mut().remove(name);
-    }
-
-    /// Forgets the refusal of `name` if it is still the one for `uid`.
-    pub fn sent(&self, name: &PodName, uid: &str) {
-        let mut map = self.0.borrow_mut();
-        if map.get(name).is_some_and(|r| r.uid == uid) {
-            map.remove(name);
-        }
-    }
-
-    fn retain(&self, keep: impl Fn(&PodName) -> bool) {
-        self.0.borrow_mut().retain(|n, _| keep(n));
-    }
-}
-
-/// What the pod source shares with the status task.
-#[derive(Default)]
-pub struct Shared {
-    pub refusals: Refusals,
-    pub seen: Seen,
-}
-
-/// A cached pod as the source knows it: its uid and what it references.
-struct Cached {
-    uid: String,
-    refs: BTreeSet<ObjectRef>,
-}
-
 struct PodSource {
     up: Rc<Uplink>,
-    shared: Rc<Shared>,
-    cached: BTreeMap<PodName, Cached>,
+    bound: Rc<Bound>,
     objects: ObjectWatches,
-    /// The referenced set last given to `objects`.
-    watched: BTreeSet<ObjectRef>,
+    /// The references last given to `objects`.
+    watched: Vec<ObjectRef>,
     failures: u32,
 }
 
 /// Runs the pod source for as long as the agent runs.
-pub async fn run(up: Rc<Uplink>, shared: Rc<Shared>) {
-    let mut source = PodSource::new(up, shared);
+pub async fn run(up: Rc<Uplink>, bound: Rc<Bound>) {
+    let mut source = PodSource::new(up, bound);
     loop {
         let Some(mut rv) = source.list().await else {
             Timer::after(backoff::delay(source.failures, backoff::random())).await;
@@ -123,29 +66,24 @@ pub async fn run(up: Rc<Uplink>, shared: Rc<Shared>) {
 impl PodSource {
     /// Starts from the cache: its pods' objects are watched before the first list, so
     /// a start without an uplink keeps them as they are.
-    fn new(up: Rc<Uplink>, shared: Rc<Shared>) -> PodSource {
+    fn new(up: Rc<Uplink>, bound: Rc<Bound>) -> PodSource {
         let pods = up.ctx.store.borrow_mut().cluster_list(Kind::Pod);
-        let cached = pods
-            .iter()
-            .filter_map(|o| match o {
-                Object::Pod(p) => Some(p),
-                _ => None,
-            })
-            .map(|p| {
-                let m = &p.metadata;
-                let c = Cached {
-                    uid: m.uid.clone(),
-                    refs: references(p),
-                };
-                ((m.namespace.clone(), m.name.clone()), c)
-            })
-            .collect();
+        for p in pods.iter().filter_map(|o| match o {
+            Object::Pod(p) => Some(p),
+            _ => None,
+        }) {
+            let m = &p.metadata;
+            bound.update(&(m.namespace.clone(), m.name.clone()), |k| {
+                k.uid = m.uid.clone();
+                k.cached = true;
+                k.refs = references(p);
+            });
+        }
         let mut source = PodSource {
             objects: ObjectWatches::new(up.clone()),
             up,
-            shared,
-            cached,
-            watched: BTreeSet::new(),
+            bound,
+            watched: Vec::new(),
             failures: 0,
         };
         source.sync_objects(true);
@@ -172,10 +110,9 @@ impl PodSource {
                 self.failures = self.failures.saturating_add(1);
                 if self.failures == 1 {
                     log::warn!(
-                        "uplink: cannot list the pods bound to node {} ({e}); the {} cached \
+                        "uplink: cannot list the pods bound to node {} ({e}); the cached \
                          pods keep running, trying again",
-                        self.up.node_name,
-                        self.cached.len()
+                        self.up.node_name
                     );
                 } else {
                     log::debug!("uplink: listing pods: {e}");
@@ -230,27 +167,25 @@ impl PodSource {
         }
     }
 
-    /// A list: every listed pod is taken, cached pods not listed are removed, and every
-    /// cached pod's status is to be sent again.
+    /// A list: every listed pod is taken, pods not listed are forgotten (and leave the
+    /// cache), and every cached pod's status is to be sent again.
     fn replace_all(&mut self, items: &[Value]) {
-        let mut listed = BTreeSet::new();
+        let mut listed = Vec::new();
         for item in items {
             listed.extend(self.upsert(item));
         }
-        let gone: Vec<PodName> = self
-            .cached
-            .keys()
-            .filter(|n| !listed.contains(*n))
-            .cloned()
-            .collect();
-        for name in gone {
-            log::info!("uplink: pod {}/{} is gone from the API", name.0, name.1);
-            self.forget(&name);
+        for name in self.bound.names() {
+            if !listed.contains(&name) {
+                if self.bound.get(&name).is_some_and(|k| k.cached) {
+                    log::info!("uplink: pod {}/{} is gone from the API", name.0, name.1);
+                }
+                self.forget(&name);
+                self.bound.remove(&name);
+            }
         }
-        self.shared.refusals.retain(|n| listed.contains(n));
         let mut store = self.up.ctx.store.borrow_mut();
-        for (ns, name) in self.cached.keys() {
-            store.mark_pod_dirty(ns, name);
+        for (ns, name) in self.bound.cached() {
+            store.mark_pod_dirty(&ns, &name);
         }
         drop(store);
         self.sync_objects(false);
@@ -271,42 +206,44 @@ impl PodSource {
         if obj["spec"]["nodeName"].as_str() != Some(self.up.node_name.as_str()) {
             // Not for this node (the selector says it cannot happen).
             self.forget(&key);
+            self.bound.remove(&key);
             return None;
         }
-        self.shared.seen.record(&key, &obj["status"]);
+        let ips = api_ips(&obj["status"]);
+        self.bound.update(&key, |k| k.api_ips = ips);
         if matches!(
             obj["status"]["phase"].as_str(),
             Some("Succeeded" | "Failed")
         ) {
-            self.shared.refusals.remove(&key);
-            if self.cached.contains_key(&key) {
+            if self.bound.get(&key).is_some_and(|k| k.cached) {
                 log::info!("uplink: pod {ns}/{name} finished; no longer kept");
-                self.forget(&key);
             }
+            self.forget(&key);
+            self.bound.update(&key, |k| k.refusal = None);
             return Some(key);
         }
         let bytes = to_bytes(&project(Kind::Pod, obj));
         let source = format!("pod {ns}/{name}");
         match parse_pod(&source, &bytes) {
-            Ok(pod) => self.keep(key.clone(), &pod, &bytes),
+            Ok(pod) => self.keep(&key, &pod, &bytes),
             Err(e) => {
                 let messages = name_volume_sources(&source, e.messages, obj);
-                let message = refusal_message(&self.up.node_name, &source, &messages);
-                self.refuse(key.clone(), uid, UNSUPPORTED, message, &obj["status"]);
+                let refusal = Refusal {
+                    reason: UNSUPPORTED,
+                    message: refusal_message(&self.up.node_name, &source, &messages),
+                };
+                self.refuse(&key, uid, refusal, &obj["status"]);
             }
         }
         Some(key)
     }
 
     /// Caches a pod the model accepted.
-    fn keep(&mut self, key: PodName, pod: &Pod, bytes: &[u8]) {
-        self.shared.refusals.remove(&key);
-        let (ns, name) = (&key.0, &key.1);
+    fn keep(&mut self, key: &PodName, pod: &Pod, bytes: &[u8]) {
+        let (ns, name, uid) = (&key.0, &key.1, &pod.metadata.uid);
+        let before = self.bound.get(key).filter(|k| k.cached);
         let mut store = self.up.ctx.store.borrow_mut();
-        let known = self
-            .cached
-            .get(&key)
-            .is_some_and(|c| c.uid == pod.metadata.uid);
+        let known = before.as_ref().is_some_and(|k| k.uid == *uid);
         if known
             && pod.metadata.deletion_timestamp.is_some()
             && !store.cluster_exists(Kind::Pod, ns, name)
@@ -317,12 +254,12 @@ impl PodSource {
         }
         match store.put_cluster(Kind::Pod, ns, name, bytes) {
             Ok(true) => {
-                let what = match self.cached.get(&key) {
+                let what = match before {
                     None => "bound to this node",
                     Some(_) if pod.metadata.deletion_timestamp.is_some() => "being deleted",
                     Some(_) => "changed",
                 };
-                log::info!("uplink: pod {ns}/{name} {what} (uid {})", pod.metadata.uid);
+                log::info!("uplink: pod {ns}/{name} {what} (uid {uid})");
                 store.mark_pod_dirty(ns, name);
             }
             Ok(false) => {}
@@ -332,59 +269,59 @@ impl PodSource {
             }
         }
         drop(store);
-        let cached = Cached {
-            uid: pod.metadata.uid.clone(),
-            refs: references(pod),
-        };
-        self.cached.insert(key, cached);
+        let refs = references(pod);
+        self.bound.update(key, |k| {
+            k.uid = uid.clone();
+            k.cached = true;
+            k.refs = refs;
+            k.refusal = None;
+        });
     }
 
     /// Reports a pod this node does not run (unless the API already shows exactly
     /// that); a cached copy is removed.
-    fn refuse(
-        &mut self,
-        key: PodName,
-        uid: &str,
-        reason: &'static str,
-        message: String,
-        status: &Value,
-    ) {
-        self.forget(&key);
-        if shows_refusal(status, reason, &message) {
-            self.shared.refusals.remove(&key);
-            return;
-        }
-        let (ns, name) = (key.0.clone(), key.1.clone());
-        let refusal = Refusal {
-            uid: uid.to_string(),
-            reason,
-            message,
-        };
-        if self.shared.refusals.insert(key, refusal.clone()) {
-            log::warn!("uplink: pod {ns}/{name} refused: {}", refusal.message);
-            self.up.ctx.store.borrow_mut().mark_pod_dirty(&ns, &name);
+    fn refuse(&mut self, key: &PodName, uid: &str, refusal: Refusal, status: &Value) {
+        self.forget(key);
+        let said = shows_refusal(status, refusal.reason, &refusal.message);
+        let message = refusal.message.clone();
+        let new = self.bound.update(key, |k| {
+            let new = k.uid != uid || k.refusal.as_ref() != Some(&refusal);
+            k.uid = uid.to_string();
+            k.refusal = (!said).then_some(refusal);
+            new && !said
+        });
+        if new {
+            log::warn!("uplink: pod {}/{} refused: {message}", key.0, key.1);
+            self.up
+                .ctx
+                .store
+                .borrow_mut()
+                .mark_pod_dirty(&key.0, &key.1);
         }
     }
 
-    /// A DELETED event: the pod leaves the cache (when it is the cached uid).
+    /// A DELETED event: the pod is forgotten (when it is the uid known).
     fn remove(&mut self, obj: &Value) {
         let key: PodName = (
             meta_str(obj, "namespace").to_string(),
             meta_str(obj, "name").to_string(),
         );
-        self.shared.refusals.remove(&key);
         let uid = meta_str(obj, "uid");
-        if self.cached.get(&key).is_some_and(|c| c.uid == uid) {
+        let Some(known) = self.bound.get(&key).filter(|k| k.uid == uid) else {
+            return;
+        };
+        if known.cached {
             log::info!("uplink: pod {}/{} deleted from the API", key.0, key.1);
-            self.forget(&key);
-            self.sync_objects(false);
         }
+        self.forget(&key);
+        self.bound.remove(&key);
+        self.sync_objects(false);
     }
 
-    /// Removes a pod from the cache (its worker then stops it).
+    /// Removes a pod from the cache, if it is there (its worker then stops it).
     fn forget(&mut self, key: &PodName) {
-        self.shared.seen.forget(key);
-        if self.cached.remove(key).is_none() {
+        let cached = self.bound.update(key, |k| std::mem::take(&mut k.cached));
+        if !cached {
             return;
         }
         let mut store = self.up.ctx.store.borrow_mut();
@@ -397,14 +334,10 @@ impl PodSource {
         }
     }
 
-    /// Gives the object watches the set the cached pods reference, when it changed
+    /// Gives the object watches what the cached pods reference, when it changed
     /// (`force`: in any case, e.g. to drop cached objects left from an earlier run).
     fn sync_objects(&mut self, force: bool) {
-        let wanted: BTreeSet<ObjectRef> = self
-            .cached
-            .values()
-            .flat_map(|c| c.refs.iter().cloned())
-            .collect();
+        let wanted = self.bound.references();
         if force || wanted != self.watched {
             self.objects.set(&wanted);
             self.watched = wanted;
@@ -503,25 +436,5 @@ mod tests {
             got[0]
         );
         assert_eq!(got[1], "pod d/p: spec.containers[0].image: required");
-    }
-
-    #[test]
-    fn refusals_are_kept_until_sent_for_their_uid() {
-        let r = Refusals::default();
-        let key = ("d".to_string(), "p".to_string());
-        let refusal = Refusal {
-            uid: "u1".into(),
-            reason: UNSUPPORTED,
-            message: "m".into(),
-        };
-        assert!(r.insert(key.clone(), refusal.clone()));
-        assert!(
-            !r.insert(key.clone(), refusal),
-            "unchanged: nothing new to send"
-        );
-        r.sent(&key, "u0");
-        assert!(r.get(&key).is_some(), "another uid's answer does not count");
-        r.sent(&key, "u1");
-        assert!(r.get(&key).is_none());
     }
 }

@@ -7,7 +7,7 @@
 //! store has news (the pod source's relist after a reconnect marks every pod).
 //!
 //! Per dirty pod, in this order:
-//! - refused by the pod source ([`super::pods::Refusals`]): `Failed` with its reason;
+//! - refused by the pod source ([`Bound`]): `Failed` with its reason;
 //! - not a cached cluster pod: nothing (local pods are not in the cluster);
 //! - terminating and done ([`crate::store::Store::is_terminated`]): the end of the
 //!   deletion handshake, `DELETE` with `gracePeriodSeconds: 0` and the uid as
@@ -21,7 +21,7 @@
 
 use super::agent::Uplink;
 use super::backoff;
-use super::pods::Shared;
+use super::pods_bound::Bound;
 use super::status_patch::{refused_patch, status_patch};
 use super::{resource_path, ApiError, DeleteOptions, PatchType, Preconditions};
 use crate::model::Object;
@@ -59,7 +59,7 @@ enum Outcome {
 }
 
 /// Runs the status task: waits for the store's wake-ups, sends what is dirty.
-pub async fn run(up: Rc<Uplink>, shared: Rc<Shared>, wake: Receiver<()>) {
+pub async fn run(up: Rc<Uplink>, bound: Rc<Bound>, wake: Receiver<()>) {
     let mut pending: BTreeSet<PodName> = BTreeSet::new();
     let mut failures = 0u32;
     loop {
@@ -67,7 +67,7 @@ pub async fn run(up: Rc<Uplink>, shared: Rc<Shared>, wake: Receiver<()>) {
         let mut left = BTreeSet::new();
         let mut queue = std::mem::take(&mut pending).into_iter();
         for name in queue.by_ref() {
-            if let Outcome::Retry = send(&up, &shared, &name).await {
+            if let Outcome::Retry = send(&up, &bound, &name).await {
                 left.insert(name);
                 // The uplink is away: the others would fail the same way.
                 break;
@@ -103,8 +103,8 @@ pub async fn run(up: Rc<Uplink>, shared: Rc<Shared>, wake: Receiver<()>) {
 }
 
 /// Decides and does what pod `name` needs.
-async fn send(up: &Uplink, shared: &Shared, name: &PodName) -> Outcome {
-    let action = decide(up, shared, name);
+async fn send(up: &Uplink, bound: &Bound, name: &PodName) -> Outcome {
+    let action = decide(up, bound, name);
     let (ns, pod) = (&name.0, &name.1);
     let path = resource_path("v1", Some(ns), "pods", Some(pod), None);
     match action {
@@ -113,7 +113,7 @@ async fn send(up: &Uplink, shared: &Shared, name: &PodName) -> Outcome {
             let r = patch(up, &path, &body).await;
             let out = outcome(name, "status (refused)", r);
             if let Outcome::Done = out {
-                shared.refusals.sent(name, &uid);
+                bound.refusal_sent(name, &uid);
             }
             out
         }
@@ -141,11 +141,15 @@ async fn send(up: &Uplink, shared: &Shared, name: &PodName) -> Outcome {
 }
 
 /// What pod `name` needs (see the module doc), read from the store without waiting.
-fn decide(up: &Uplink, shared: &Shared, name: &PodName) -> Action {
+fn decide(up: &Uplink, bound: &Bound, name: &PodName) -> Action {
     let (ns, pod_name) = (&name.0, &name.1);
-    if let Some(r) = shared.refusals.get(name) {
-        let body = refused_patch(&r.uid, r.reason, &r.message);
-        return Action::Refuse { uid: r.uid, body };
+    let known = bound.get(name).unwrap_or_default();
+    if let Some(r) = &known.refusal {
+        let body = refused_patch(&known.uid, r.reason, &r.message);
+        return Action::Refuse {
+            uid: known.uid,
+            body,
+        };
     }
     let mut store = up.ctx.store.borrow_mut();
     let Some(Object::Pod(pod)) = store.cluster_get(Kind::Pod, ns, pod_name) else {
@@ -166,7 +170,7 @@ fn decide(up: &Uplink, shared: &Shared, name: &PodName) -> Action {
     }
     match store.read_status(ns, pod_name) {
         Some(status) => Action::Patch {
-            body: status_patch(&uid, &status, &shared.seen.pod_ips(name)),
+            body: status_patch(&uid, &status, &known.api_ips),
         },
         None => Action::Nothing,
     }
