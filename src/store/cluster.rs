@@ -145,9 +145,15 @@ impl Store {
     }
 
     /// Whether a local pod (state directory or firmware) is named `ns/name`: such a
-    /// name is the device owner's, and a cluster pod under it is refused.
+    /// name is the device owner's, and a cluster pod under it is refused. A state file
+    /// counts even when damaged (it keeps its name, see the store's doc); nothing is
+    /// read or moved.
     pub fn local_pod_exists(&mut self, ns: &str, name: &str) -> bool {
-        matches!(self.get_local(Kind::Pod, ns, name), Ok(Some(_)))
+        let Ok(file) = layout::file_name(ns, name) else {
+            return false;
+        };
+        self.layout.kind_dir(Kind::Pod).join(file).exists()
+            || self.firmware_get(Kind::Pod, ns, name).is_some()
     }
 
     /// Whether the cluster pod `ns/name` is refused because a local pod has its name

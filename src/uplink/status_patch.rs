@@ -33,7 +33,10 @@ const OWNED: [&str; 11] = [
 /// The patch that makes the API's status of pod `uid` equal to `status`; `api_ips`:
 /// the pod IPs the API shows now.
 pub fn status_patch(uid: &str, status: &PodStatus, api_ips: &[String]) -> Value {
-    let mut st = match serde_json::to_value(status) {
+    // Through bytes: the status files' serializer and the JSON reader are in the
+    // binary anyway, a PodStatus-to-Value serializer would be more code.
+    let bytes = serde_json::to_vec(status).unwrap_or_default();
+    let mut st = match serde_json::from_slice(&bytes) {
         Ok(Value::Object(m)) => m,
         _ => Map::new(),
     };
