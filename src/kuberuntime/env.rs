@@ -9,10 +9,12 @@ use super::SyncError;
 use crate::model::container::{EnvVar, ResourceFieldSelector};
 use crate::model::{ConfigMap, Container, Pod, Secret};
 
-/// Lookups of the objects a pod refers to (implemented by the store).
+/// Lookups of the objects a pod refers to (implemented by the store): `name` in the
+/// pod's namespace, from the pod's own source (a cluster pod sees only the cluster's
+/// objects, a local pod only the device's; see [`crate::model::pod::Source`]).
 pub trait Objects {
-    fn configmap(&self, namespace: &str, name: &str) -> Option<ConfigMap>;
-    fn secret(&self, namespace: &str, name: &str) -> Option<Secret>;
+    fn configmap(&self, pod: &Pod, name: &str) -> Option<ConfigMap>;
+    fn secret(&self, pod: &Pod, name: &str) -> Option<Secret>;
 }
 
 /// Runtime facts a `fieldRef` can ask for.
@@ -31,17 +33,16 @@ pub fn container_env(
     facts: &PodFacts,
     objects: &dyn Objects,
 ) -> Result<Env, SyncError> {
-    let ns = &pod.metadata.namespace;
     let mut env = Env::default();
     for from in &c.env_from {
         let entries = if let Some(r) = &from.config_map_ref {
-            match objects.configmap(ns, &r.name) {
+            match objects.configmap(pod, &r.name) {
                 Some(cm) => cm.entries(),
                 None if r.optional == Some(true) => continue,
                 None => return Err(config_error(format!("configmap \"{}\" not found", r.name))),
             }
         } else if let Some(r) = &from.secret_ref {
-            match objects.secret(ns, &r.name) {
+            match objects.secret(pod, &r.name) {
                 Some(s) => s.entries(),
                 None if r.optional == Some(true) => continue,
                 None => return Err(config_error(format!("secret \"{}\" not found", r.name))),
@@ -92,10 +93,10 @@ fn value_from(
         return resource_value(c, r).map(Some);
     }
     let (kind, sel, value) = if let Some(sel) = &src.config_map_key_ref {
-        let obj = objects.configmap(ns, &sel.name);
+        let obj = objects.configmap(pod, &sel.name);
         ("configmap", sel, obj.as_ref().map(|o| o.get(&sel.key)))
     } else if let Some(sel) = &src.secret_key_ref {
-        let obj = objects.secret(ns, &sel.name);
+        let obj = objects.secret(pod, &sel.name);
         ("secret", sel, obj.as_ref().map(|o| o.get(&sel.key)))
     } else {
         return Ok(None);

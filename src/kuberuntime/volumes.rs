@@ -98,9 +98,8 @@ fn prepare_one(
         host_path(&hp.path, hp.type_, allowed).map(|_| ())?;
         return Ok(());
     }
-    let ns = &pod.metadata.namespace;
     let (plugin, entries, items, mode, dir_mode) = if let Some(cm) = &v.config_map {
-        match objects.configmap(ns, &cm.name) {
+        match objects.configmap(pod, &cm.name) {
             Some(obj) => (
                 "configmap",
                 obj.entries(),
@@ -119,7 +118,7 @@ fn prepare_one(
             }
         }
     } else if let Some(s) = &v.secret {
-        match objects.secret(ns, &s.secret_name) {
+        match objects.secret(pod, &s.secret_name) {
             Some(obj) => ("secret", obj.entries(), &s.items, s.default_mode, 0o700),
             None if s.optional == Some(true) => {
                 ("secret", Vec::new(), &s.items, s.default_mode, 0o700)

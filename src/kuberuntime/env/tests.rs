@@ -10,16 +10,18 @@ struct Fake {
 }
 
 impl Objects for Fake {
-    fn configmap(&self, ns: &str, name: &str) -> Option<ConfigMap> {
+    fn configmap(&self, pod: &Pod, name: &str) -> Option<ConfigMap> {
+        let ns = &pod.metadata.namespace;
         self.cms
             .iter()
-            .find(|c| c.metadata.namespace == ns && c.metadata.name == name)
+            .find(|c| c.metadata.namespace == *ns && c.metadata.name == name)
             .cloned()
     }
-    fn secret(&self, ns: &str, name: &str) -> Option<Secret> {
+    fn secret(&self, pod: &Pod, name: &str) -> Option<Secret> {
+        let ns = &pod.metadata.namespace;
         self.secrets
             .iter()
-            .find(|c| c.metadata.namespace == ns && c.metadata.name == name)
+            .find(|c| c.metadata.namespace == *ns && c.metadata.name == name)
             .cloned()
     }
 }

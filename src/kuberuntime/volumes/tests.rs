@@ -53,10 +53,10 @@ struct Objs {
 }
 
 impl Objects for Objs {
-    fn configmap(&self, _: &str, name: &str) -> Option<ConfigMap> {
+    fn configmap(&self, _: &Pod, name: &str) -> Option<ConfigMap> {
         self.cm.borrow().clone().filter(|c| c.metadata.name == name)
     }
-    fn secret(&self, _: &str, name: &str) -> Option<Secret> {
+    fn secret(&self, _: &Pod, name: &str) -> Option<Secret> {
         self.secret.clone().filter(|s| s.metadata.name == name)
     }
 }
