@@ -436,11 +436,11 @@ fn projected_and_downward_api_volumes() {
         json!([{"name": "p", "projected": {"defaultMode": 512, "sources": [
             {},
             {"configMap": {"name": "", "items": [{"key": "k", "path": "..data"}]},
-             "secret": {"name": "S", "items": [{"key": "k", "path": "dup", "mode": 512}]}},
+             "secret": {"name": "S", "defaultMode": 420, "items": [{"key": "k", "path": "dup", "mode": 512}]}},
             {"secret": {"name": "s", "items": [{"key": "k", "path": "dup"}]}},
             {"serviceAccountToken": {"expirationSeconds": 599, "path": ""}},
             {"serviceAccountToken": {"expirationSeconds": 4294967297_i64, "path": "/t"}},
-            {"downwardAPI": {"items": [
+            {"downwardAPI": {"defaultMode": 420, "items": [
                 field("node", "spec.nodeName"),
                 {"path": "v2", "fieldRef": {"apiVersion": "v2", "fieldPath": "metadata.name"}},
                 {"path": "both", "fieldRef": {"fieldPath": "metadata.name"},
@@ -455,6 +455,7 @@ fn projected_and_downward_api_volumes() {
             &format!("{p}.sources[1]: must specify exactly one of configMap, secret, downwardAPI, serviceAccountToken, got configMap, secret"),
             &format!("{p}.sources[1].configMap.name: required"),
             &format!("{p}.sources[1].configMap.items[0].path: must not start with '..', got \"..data\""),
+            &format!("{p}.sources[1].secret.defaultMode: not allowed in a projection (the volume's defaultMode applies)"),
             &format!("{p}.sources[1].secret.name: must be a DNS-1123 subdomain (at most 253 lowercase letters, digits, '-' or '.', each dot-separated part starting and ending with a letter or digit), got \"S\""),
             &format!("{p}.sources[1].secret.items[0].mode: must be a file mode 0-0777 (0-511), got 512"),
             &format!("{p}.sources[2].secret.items[0].path: conflicting duplicate path \"dup\" (also {p}.sources[1].secret.items[0].path)"),
@@ -462,6 +463,7 @@ fn projected_and_downward_api_volumes() {
             &format!("{p}.sources[3].serviceAccountToken.path: required"),
             &format!("{p}.sources[4].serviceAccountToken.expirationSeconds: may not specify a duration larger than 2^32 seconds, got 4294967297"),
             &format!("{p}.sources[4].serviceAccountToken.path: must be a relative path, got \"/t\""),
+            &format!("{p}.sources[5].downwardAPI.defaultMode: not allowed in a projection (the volume's defaultMode applies)"),
             &format!("{p}.sources[5].downwardAPI.items[0].fieldRef.fieldPath: must be one of metadata.name, metadata.namespace, metadata.uid, metadata.labels, metadata.annotations, metadata.labels['KEY'], metadata.annotations['KEY'] (in a volume; spec.* and status.* are for env only), got \"spec.nodeName\""),
             &format!("{p}.sources[5].downwardAPI.items[1].fieldRef.apiVersion: must be \"v1\", got \"v2\""),
             &format!("{p}.sources[5].downwardAPI.items[2]: must specify exactly one of fieldRef, resourceFieldRef, got fieldRef, resourceFieldRef"),

@@ -25,9 +25,10 @@
 //! are used as they are. The file paths come from validated specs (relative, no `..`
 //! component, not starting with `..`); they are checked again here.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fs;
 use std::io::{self, Write};
+use std::ops::Bound;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -129,29 +130,48 @@ fn top(p: &str) -> &str {
 }
 
 /// Whether `dir` shows exactly `payload`: `..data` names a timestamped directory
-/// holding exactly these files with these contents and modes, each top-level name is a
-/// link into `..data`, and nothing else is there.
+/// holding these files with these contents and modes, each top-level name is a link
+/// into `..data`, and nothing else is at the top (a leftover of a crashed write, an
+/// older layout, a name that is gone). Inside the timestamped directory only the
+/// agent writes, each time a whole new one, so extra entries there are not looked for.
 fn is_current(dir: &Path, payload: &Payload<'_>) -> io::Result<bool> {
     let Some(ts) = data_target(dir) else {
         return Ok(false);
     };
-    let tops: BTreeSet<&str> = payload.keys().map(|p| top(p)).collect();
-    let mut entries = 0;
     for e in fs::read_dir(dir)? {
         let name = e?.file_name();
         let name = name.to_string_lossy();
-        entries += 1;
-        let ok = name == DATA_DIR
-            || name == ts
-            || (tops.contains(name.as_ref()) && is_top_link(dir, &name));
-        if !ok {
+        if name != DATA_DIR && name != ts && !is_top(payload, &name) {
             return Ok(false);
         }
     }
-    if entries != tops.len() + 2 {
-        return Ok(false);
+    let ts = dir.join(ts);
+    for (p, (data, mode)) in payload {
+        if !is_top_link(dir, top(p)) {
+            return Ok(false);
+        }
+        let Ok(meta) = fs::symlink_metadata(ts.join(p)) else {
+            return Ok(false);
+        };
+        let same = meta.file_type().is_file()
+            && meta.permissions().mode() & 0o7777 == *mode
+            && meta.len() == data.len() as u64
+            && fs::read(ts.join(p))? == *data;
+        if !same {
+            return Ok(false);
+        }
     }
-    holds_exactly(&dir.join(&ts), payload)
+    Ok(true)
+}
+
+/// Whether `name` is the first component of a path of the payload.
+fn is_top(payload: &Payload<'_>, name: &str) -> bool {
+    let below = format!("{name}/");
+    payload.contains_key(name)
+        || payload
+            .range::<str, _>((Bound::Included(below.as_str()), Bound::Unbounded))
+            .next()
+            .is_some_and(|(k, _)| k.starts_with(&below))
 }
 
 /// The timestamped directory `..data` points at, if it is one of ours.
@@ -169,42 +189,6 @@ fn data_target(dir: &Path) -> Option<String> {
 /// Whether `dir/name` is the link `..data/name`.
 fn is_top_link(dir: &Path, name: &str) -> bool {
     fs::read_link(dir.join(name)).is_ok_and(|t| t == Path::new(DATA_DIR).join(name))
-}
-
-/// Whether the directory `ts` holds exactly the payload's files (and their
-/// directories), each a regular file with its content and mode.
-fn holds_exactly(ts: &Path, payload: &Payload<'_>) -> io::Result<bool> {
-    let mut dirs: BTreeSet<&str> = BTreeSet::new();
-    for (p, (data, mode)) in payload {
-        dirs.extend(parents(p));
-        let Ok(meta) = fs::symlink_metadata(ts.join(p)) else {
-            return Ok(false);
-        };
-        let same = meta.file_type().is_file()
-            && meta.permissions().mode() & 0o7777 == *mode
-            && meta.len() == data.len() as u64
-            && fs::read(ts.join(p))? == *data;
-        if !same {
-            return Ok(false);
-        }
-    }
-    // Nothing more: count every entry below `ts`, stopping once there are too many.
-    let want = payload.len() + dirs.len();
-    let mut n = 0;
-    let mut stack = vec![ts.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in fs::read_dir(&d)? {
-            let e = e?;
-            n += 1;
-            if n > want {
-                return Ok(false);
-            }
-            if e.file_type()?.is_dir() {
-                stack.push(e.path());
-            }
-        }
-    }
-    Ok(n == want)
 }
 
 /// Makes a new `..YYYY_MM_DD_HH_MM_SS.NANOS` directory (0755) in `dir`; returns its name.
@@ -256,8 +240,7 @@ fn write_payload(ts: &Path, payload: &Payload<'_>) -> io::Result<()> {
 
 /// Makes each top-level name a link into `..data` (replacing whatever else is there).
 fn link_top_level(dir: &Path, payload: &Payload<'_>) -> io::Result<()> {
-    let tops: BTreeSet<&str> = payload.keys().map(|p| top(p)).collect();
-    for name in tops {
+    for name in payload.keys().map(|p| top(p)) {
         if is_top_link(dir, name) {
             continue;
         }
@@ -282,12 +265,11 @@ fn switch_data_dir(dir: &Path, ts: &str) -> io::Result<()> {
 /// Removes every entry of `dir` but `..data`, `ts` and the payload's top-level links:
 /// the previous timestamped directory, names that are gone, an older layout's files.
 fn remove_stale(dir: &Path, ts: &str, payload: &Payload<'_>) -> io::Result<()> {
-    let tops: BTreeSet<&str> = payload.keys().map(|p| top(p)).collect();
     for e in fs::read_dir(dir)? {
         let e = e?;
         let name = e.file_name();
         let name = name.to_string_lossy();
-        if name != DATA_DIR && name != ts && !tops.contains(name.as_ref()) {
+        if name != DATA_DIR && name != ts && !is_top(payload, &name) {
             remove_any(&e.path())?;
         }
     }

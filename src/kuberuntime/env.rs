@@ -25,7 +25,7 @@ pub trait Objects {
         _source: &ServiceAccountTokenProjection,
     ) -> Result<Vec<u8>, String> {
         Err(format!(
-            "no token for service account {:?}: only a cluster issues service-account tokens, and this pod is not from one",
+            "no token for service account {:?}: tokens come only from the cluster, and none is held for this pod",
             pod.spec.service_account_name
         ))
     }

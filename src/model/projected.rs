@@ -9,7 +9,6 @@
 //! applied by [`super::defaults`].
 
 use super::container::{ObjectFieldSelector, ResourceFieldSelector};
-use super::pod::KeyToPath;
 use serde::{Deserialize, Serialize};
 
 /// File mode of projected and downwardAPI files when the volume does not say.
@@ -36,45 +35,21 @@ pub struct ProjectedVolumeSource {
 #[serde(rename_all = "camelCase", default)]
 pub struct VolumeProjection {
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub config_map: Option<ConfigMapProjection>,
+    pub config_map: Option<KeyProjection>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub secret: Option<SecretProjection>,
+    pub secret: Option<KeyProjection>,
+    /// The volume's type: its `defaultMode` is not the API's here (the volume's
+    /// applies) and validation refuses it. Shared types keep the binary small (each
+    /// type's serde code costs about 3 KB).
     #[serde(rename = "downwardAPI", skip_serializing_if = "Option::is_none")]
-    pub downward_api: Option<DownwardApiProjection>,
+    pub downward_api: Option<DownwardApiVolumeSource>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub service_account_token: Option<ServiceAccountTokenProjection>,
 }
 
-/// A ConfigMap's keys in a projected volume (no `defaultMode` of its own).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct ConfigMapProjection {
-    pub name: String,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub items: Vec<KeyToPath>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub optional: Option<bool>,
-}
-
-/// A Secret's keys in a projected volume (named by `name`, unlike a secret volume's
-/// `secretName`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct SecretProjection {
-    pub name: String,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub items: Vec<KeyToPath>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub optional: Option<bool>,
-}
-
-/// Pod fields in a projected volume.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct DownwardApiProjection {
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub items: Vec<DownwardApiVolumeFile>,
-}
+/// A ConfigMap's or a Secret's keys in a projected volume: the configMap volume's
+/// shape (both named by `name`), its `defaultMode` refused here.
+pub type KeyProjection = super::pod::ConfigMapVolumeSource;
 
 /// A token of the pod's service account, bound to the pod, issued by the cluster
 /// (TokenRequest) and refreshed before it expires.

@@ -128,6 +128,14 @@ fn nothing_is_written_when_nothing_changed() {
     // The same content given in another order, or as a cleaned path, is the same.
     let again = [file("./d//b", "2", 0o644), file("a", "1", 0o644)];
     assert!(!write(&s.0, &again).unwrap());
+    // A name sorting between a directory and its files ("a-b" < "a/c") is no stray.
+    let mixed = [
+        file("a-b", "1", 0o644),
+        file("a/c", "2", 0o644),
+        file("a.x", "3", 0o644),
+    ];
+    assert!(write(&s.0, &mixed).unwrap());
+    assert!(!write(&s.0, &mixed).unwrap());
 }
 
 #[test]
@@ -188,10 +196,15 @@ fn an_older_layout_and_leftovers_are_replaced() {
     fs::create_dir(s.0.join("..2020_01_01_00_00_00.2")).unwrap();
     assert!(write(&s.0, &files).unwrap());
     assert_eq!(names(&s.0).len(), 4);
-    // So does a file changed behind the agent's back, or one added inside ..data.
+    // So does a file changed behind the agent's back, or a link replaced.
     let data = data_dir(&s.0).unwrap();
-    fs::write(data.join("extra"), "x").unwrap();
+    fs::write(data.join("a"), "changed").unwrap();
     assert!(write(&s.0, &files).unwrap());
+    assert_eq!(fs::read_to_string(s.0.join("a")).unwrap(), "new");
+    fs::remove_file(s.0.join("sub")).unwrap();
+    fs::create_dir(s.0.join("sub")).unwrap();
+    assert!(write(&s.0, &files).unwrap());
+    assert_eq!(fs::read_to_string(s.0.join("sub/b")).unwrap(), "b");
     assert!(!write(&s.0, &files).unwrap());
 }
 

@@ -56,18 +56,17 @@ impl Errors {
                 "configMap, secret, downwardAPI, serviceAccountToken",
                 &set,
             );
-            if let Some(c) = &s.config_map {
-                let p = format!("{sp}.configMap");
-                self.name(&format!("{p}.name"), &c.name, dns1123_subdomain);
-                self.key_items(&p, &c.items, &mut seen);
-            }
-            if let Some(c) = &s.secret {
-                let p = format!("{sp}.secret");
-                self.name(&format!("{p}.name"), &c.name, dns1123_subdomain);
-                self.key_items(&p, &c.items, &mut seen);
+            for (what, k) in [("configMap", &s.config_map), ("secret", &s.secret)] {
+                if let Some(k) = k {
+                    let p = format!("{sp}.{what}");
+                    self.no_default_mode(&p, k.default_mode);
+                    self.name(&format!("{p}.name"), &k.name, dns1123_subdomain);
+                    self.key_items(&p, &k.items, &mut seen);
+                }
             }
             if let Some(d) = &s.downward_api {
                 let p = format!("{sp}.downwardAPI");
+                self.no_default_mode(&p, d.default_mode);
                 self.downward_api_files(&p, &d.items, spec, &mut seen);
             }
             if let Some(t) = &s.service_account_token {
@@ -95,6 +94,15 @@ impl Errors {
     pub(super) fn downward_api(&mut self, path: &str, d: &DownwardApiVolumeSource, spec: &PodSpec) {
         self.mode(format_args!("{path}.defaultMode"), d.default_mode);
         self.downward_api_files(path, &d.items, spec, &mut Seen::new());
+    }
+
+    /// A projection's source has no `defaultMode` of its own (the model shares the
+    /// volume types, which have one).
+    fn no_default_mode(&mut self, path: &str, mode: Option<i32>) {
+        if mode.is_some() {
+            let why = "not allowed in a projection (the volume's defaultMode applies)";
+            self.add(format_args!("{path}.defaultMode"), why);
+        }
     }
 
     /// The `items` of a configMap or secret projection: keys, paths, modes.
