@@ -1,5 +1,6 @@
-//! The configMaps and secrets that bound pods reference (volumes, `env` valueFrom,
-//! `envFrom`, `imagePullSecrets`), each fetched and watched from the API on its own
+//! The configMaps and secrets that bound pods reference (volumes and projected volume
+//! sources, `env` valueFrom, `envFrom`, `imagePullSecrets`: `kube-root-ca.crt` of every
+//! default pod's `kube-api-access-*` volume among them), each fetched and watched from the API on its own
 //! ([`super::objects_watch`]: a single-object list + watch, what the Node authorizer
 //! allows a node) and cached in `STATE/cluster/`. [`ObjectWatches::set`] is told the
 //! referenced set whenever the cached pods change: new references get a watch, objects
@@ -45,6 +46,14 @@ pub fn references(pod: &Pod) -> Vec<ObjectRef> {
         }
         if let Some(s) = &v.secret {
             add(Kind::Secret, &s.secret_name);
+        }
+        for s in v.projected.iter().flat_map(|p| &p.sources) {
+            if let Some(cm) = &s.config_map {
+                add(Kind::ConfigMap, &cm.name);
+            }
+            if let Some(s) = &s.secret {
+                add(Kind::Secret, &s.name);
+            }
         }
     }
     for r in &pod.spec.image_pull_secrets {
@@ -144,7 +153,11 @@ mod tests {
                   "volumes": [
                     {"name": "a", "configMap": {"name": "cm-vol"}},
                     {"name": "b", "secret": {"secretName": "s-vol"}},
-                    {"name": "c", "emptyDir": {}}
+                    {"name": "c", "emptyDir": {}},
+                    {"name": "d", "projected": {"sources": [
+                      {"configMap": {"name": "kube-root-ca.crt"}},
+                      {"secret": {"name": "s-proj"}},
+                      {"serviceAccountToken": {"path": "token"}}]}}
                   ],
                   "initContainers": [{"name": "i", "image": "busybox:1",
                     "envFrom": [{"configMapRef": {"name": "cm-from"}},
@@ -165,8 +178,10 @@ mod tests {
                 "configmap ns/cm-from",
                 "configmap ns/cm-key",
                 "configmap ns/cm-vol",
+                "configmap ns/kube-root-ca.crt",
                 "secret ns/pull",
                 "secret ns/s-from",
+                "secret ns/s-proj",
                 "secret ns/s-vol",
             ]
         );
