@@ -298,5 +298,17 @@ pub fn data_dir(dir: &Path) -> io::Result<std::path::PathBuf> {
         .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "the volume has no ..data yet"))
 }
 
+/// The content of the file at `path` the volume `dir` shows now, when it is a regular
+/// file of at most `max` bytes (what an earlier agent wrote, e.g. a token to keep
+/// until a new one arrives).
+pub fn current(dir: &Path, path: &str, max: usize) -> Option<Vec<u8>> {
+    let file = dir.join(data_target(dir)?).join(clean(path).ok()?);
+    let meta = fs::symlink_metadata(&file).ok()?;
+    if !meta.file_type().is_file() || meta.len() > max as u64 {
+        return None;
+    }
+    fs::read(file).ok().filter(|d| d.len() <= max)
+}
+
 #[cfg(test)]
 mod tests;

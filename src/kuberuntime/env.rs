@@ -18,19 +18,38 @@ pub trait Objects {
     fn secret(&self, pod: &Pod, name: &str) -> Option<Secret>;
 
     /// The service-account token a projected `serviceAccountToken` source of `pod`
-    /// shows, or why there is none (the container waits with that message). Only the
-    /// cluster issues tokens (the uplink keeps them in the store's `cluster/tokens/`);
-    /// this default is a local pod's answer.
+    /// shows, or why there is none ([`NoToken`]). Only the cluster issues tokens (the
+    /// uplink holds them in memory); this default is a local pod's answer.
     fn service_account_token(
         &self,
         pod: &Pod,
         _source: &ServiceAccountTokenProjection,
-    ) -> Result<Vec<u8>, String> {
-        Err(format!(
-            "no token for service account {:?}: tokens come only from the cluster, and none is held for this pod",
-            pod.spec.service_account_name
-        ))
+    ) -> Result<Vec<u8>, NoToken> {
+        Err(NoToken::Refused(no_token(pod)))
     }
+}
+
+/// Why a projected `serviceAccountToken` source has no token to show. In each case a
+/// token the volume already shows is kept (one issued before the agent restarted).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoToken {
+    /// None can be had now (the cluster is away or has not answered): the pod starts
+    /// with an empty token file, filled in place when a token arrives.
+    Later,
+    /// Asked for a moment ago: the containers wait (`ContainerCreating`) a few seconds
+    /// at most, so that a pod starting with its cluster up starts with its token.
+    Asked,
+    /// Refused, never issued (the message says why): the containers wait with
+    /// `CreateContainerConfigError`.
+    Refused(String),
+}
+
+/// Why a local pod has no service-account token.
+pub fn no_token(pod: &Pod) -> String {
+    format!(
+        "no token for service account {:?}: tokens come only from the cluster, and none is held for this pod",
+        pod.spec.service_account_name
+    )
 }
 
 /// Runtime facts a `fieldRef` can ask for.

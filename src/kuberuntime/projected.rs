@@ -5,35 +5,49 @@
 //!   missing object is an error unless the source is `optional`.
 //! - downwardAPI: see [`super::downward_api`].
 //! - serviceAccountToken: the token the pod's [`Objects`] provider holds for it (the
-//!   cluster's, bound to the pod); a local pod has none, and its containers wait with
-//!   `CreateContainerConfigError` naming the volume and the source.
+//!   cluster's, bound to the pod, held in memory only). Without one, the token the
+//!   volume already shows is kept (the agent restarted; the volume is a tmpfs that
+//!   outlives the agent, not a reboot); without that either, as [`NoToken`] says: an
+//!   empty file (the cluster is away: the pod runs, its token comes later), a short
+//!   wait (`ContainerCreating`: just asked), or `CreateContainerConfigError` naming the
+//!   volume and the source (refused; a local pod's case: it has no cluster).
 //!
 //! A file's mode is its item's `mode`, else the volume's `defaultMode` (0644).
 
-use super::atomic_writer::FileProjection;
-use super::env::Objects;
+use super::atomic_writer::{self, FileProjection};
+use super::env::{NoToken, Objects};
 use super::SyncError;
 use crate::model::pod::KeyToPath;
-use crate::model::projected::{ProjectedVolumeSource, VolumeProjection};
+use crate::model::projected::{
+    ProjectedVolumeSource, ServiceAccountTokenProjection, VolumeProjection,
+};
 use crate::model::Pod;
+use std::path::Path;
 
-/// The files of the projected volume `name` of `pod`.
+/// The largest service-account token shown (a JWT is a few KiB).
+pub const MAX_TOKEN: usize = 64 << 10;
+const CONFIG_ERROR: &str = "CreateContainerConfigError";
+
+/// Why a source has no files: its kind, the waiting reason, the message.
+type Failure = (&'static str, &'static str, String);
+
+/// The files of the projected volume `name` of `pod`, whose directory is `dir`.
 pub fn files(
     pod: &Pod,
     name: &str,
     src: &ProjectedVolumeSource,
     default_mode: u32,
+    dir: &Path,
     objects: &dyn Objects,
 ) -> Result<Vec<FileProjection>, SyncError> {
     let mut out = Vec::new();
     for (i, s) in src.sources.iter().enumerate() {
-        let fail = |what: &str, msg: String| {
+        source(pod, s, default_mode, dir, objects, &mut out).map_err(|(what, reason, msg)| {
             SyncError::new(
-                "CreateContainerConfigError",
+                reason,
                 format!("volume {name:?}: sources[{i}].{what}: {msg}"),
             )
-        };
-        source(pod, s, default_mode, objects, &mut out).map_err(|(what, msg)| fail(what, msg))?;
+        })?;
     }
     Ok(out)
 }
@@ -43,39 +57,67 @@ fn source(
     pod: &Pod,
     s: &VolumeProjection,
     mode: u32,
+    dir: &Path,
     objects: &dyn Objects,
     out: &mut Vec<FileProjection>,
-) -> Result<(), (&'static str, String)> {
+) -> Result<(), Failure> {
     if let Some(c) = &s.config_map {
         let what = "configMap";
         let entries = match objects.configmap(pod, &c.name) {
             Some(obj) => obj.entries(),
             None if c.optional == Some(true) => return Ok(()),
-            None => return Err((what, format!("configmap {:?} not found", c.name))),
+            None => {
+                let msg = format!("configmap {:?} not found", c.name);
+                return Err((what, CONFIG_ERROR, msg));
+            }
         };
-        out.extend(keys(&entries, &c.items, mode).map_err(|e| (what, e))?);
+        out.extend(keys(&entries, &c.items, mode).map_err(|e| (what, CONFIG_ERROR, e))?);
     } else if let Some(c) = &s.secret {
         let what = "secret";
         let entries = match objects.secret(pod, &c.name) {
             Some(obj) => obj.entries(),
             None if c.optional == Some(true) => return Ok(()),
-            None => return Err((what, format!("secret {:?} not found", c.name))),
+            None => return Err((what, CONFIG_ERROR, format!("secret {:?} not found", c.name))),
         };
-        out.extend(keys(&entries, &c.items, mode).map_err(|e| (what, e))?);
+        out.extend(keys(&entries, &c.items, mode).map_err(|e| (what, CONFIG_ERROR, e))?);
     } else if let Some(d) = &s.downward_api {
         let files = super::downward_api::files(pod, &d.items, mode);
-        out.extend(files.map_err(|e| ("downwardAPI", e))?);
+        out.extend(files.map_err(|e| ("downwardAPI", CONFIG_ERROR, e))?);
     } else if let Some(t) = &s.service_account_token {
-        let token = objects
-            .service_account_token(pod, t)
-            .map_err(|e| ("serviceAccountToken", e))?;
+        let data = token(pod, t, dir, objects)
+            .map_err(|(reason, msg)| ("serviceAccountToken", reason, msg))?;
         out.push(FileProjection {
             path: t.path.clone(),
-            data: token,
+            data,
             mode,
         });
     }
     Ok(())
+}
+
+/// A token source's file: the provider's token, else the one the volume in `dir`
+/// shows already, else what [`NoToken`] says (see the module doc).
+fn token(
+    pod: &Pod,
+    t: &ServiceAccountTokenProjection,
+    dir: &Path,
+    objects: &dyn Objects,
+) -> Result<Vec<u8>, (&'static str, String)> {
+    let why = match objects.service_account_token(pod, t) {
+        Ok(token) => return Ok(token),
+        Err(why) => why,
+    };
+    if let Some(kept) = atomic_writer::current(dir, &t.path, MAX_TOKEN).filter(|k| !k.is_empty()) {
+        return Ok(kept);
+    }
+    match why {
+        NoToken::Later => Ok(Vec::new()),
+        NoToken::Asked => Err((
+            "ContainerCreating",
+            "waiting for the cluster to issue the service-account token".into(),
+        )),
+        NoToken::Refused(msg) => Err((CONFIG_ERROR, msg)),
+    }
 }
 
 /// A ConfigMap's or Secret's keys as files: every key, or only `items` (each of which

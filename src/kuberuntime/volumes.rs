@@ -103,8 +103,8 @@ fn prepare_one(
         host_path(&hp.path, hp.type_, allowed).map(|_| ())?;
         return Ok(());
     }
-    let files = volume_files(pod, v, objects)?;
     let plugin = plugin(v);
+    let files = volume_files(pod, v, &volume_dir(pods_dir, pod, plugin, &v.name), objects)?;
     let dir_mode = if plugin == "secret" { 0o700 } else { 0o755 };
     let dir = make_volume_dir(pods_dir, pod, plugin, &v.name, dir_mode)
         .map_err(|e| io_err("cannot create its directory", e))?;
@@ -131,10 +131,11 @@ fn plugin(v: &Volume) -> &'static str {
     }
 }
 
-/// The files a configMap, secret, projected or downwardAPI volume shows now.
+/// The files a configMap, secret, projected or downwardAPI volume (in `dir`) shows now.
 fn volume_files(
     pod: &Pod,
     v: &Volume,
+    dir: &Path,
     objects: &dyn Objects,
 ) -> Result<Vec<FileProjection>, SyncError> {
     let fail = |msg: String| SyncError::new("CreateContainerConfigError", msg);
@@ -152,7 +153,7 @@ fn volume_files(
             None => return Err(fail(format!("secret \"{}\" not found", s.secret_name))),
         }
     } else if let Some(p) = &v.projected {
-        return projected::files(pod, &v.name, p, mode(p.default_mode), objects);
+        return projected::files(pod, &v.name, p, mode(p.default_mode), dir, objects);
     } else if let Some(d) = &v.downward_api {
         return downward_api::files(pod, &d.items, mode(d.default_mode))
             .map_err(|e| fail(format!("volume {:?}: downwardAPI: {e}", v.name)));

@@ -231,3 +231,16 @@ fn bad_paths_are_refused_and_the_last_duplicate_wins() {
     assert_eq!(fs::read_to_string(s.0.join("k")).unwrap(), "second");
     assert_eq!(mode(&s.0.join("k")), 0o600);
 }
+
+#[test]
+fn the_current_file_is_read_back_bounded() {
+    let s = Scratch::new("current");
+    assert_eq!(current(&s.0, "token", 64), None, "nothing written yet");
+    write(&s.0, &[file("token", "t1", 0o644), file("d/f", "x", 0o644)]).unwrap();
+    assert_eq!(current(&s.0, "token", 64).as_deref(), Some(&b"t1"[..]));
+    assert_eq!(current(&s.0, "./token", 64).as_deref(), Some(&b"t1"[..]));
+    assert_eq!(current(&s.0, "token", 1), None, "over the bound");
+    assert_eq!(current(&s.0, "d", 64), None, "a directory");
+    assert_eq!(current(&s.0, "../token", 64), None);
+    assert_eq!(current(&s.0, "gone", 64), None);
+}

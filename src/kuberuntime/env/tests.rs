@@ -281,7 +281,7 @@ fn service_account_name_and_a_local_pods_token() {
         .service_account_token(&p, &Default::default())
         .unwrap_err();
     assert!(
-        e.starts_with("no token for service account \"robot\""),
-        "{e}"
+        matches!(&e, NoToken::Refused(m) if m.starts_with("no token for service account \"robot\"")),
+        "{e:?}"
     );
 }

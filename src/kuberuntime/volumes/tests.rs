@@ -1,4 +1,5 @@
 use super::*;
+use crate::kuberuntime::env::NoToken;
 use crate::model::pod::{
     ConfigMapVolumeSource, EmptyDirVolumeSource, HostPathVolumeSource, KeyToPath,
     SecretVolumeSource,
@@ -591,11 +592,13 @@ fn secret_volume_is_a_tmpfs_and_leaves_nothing_on_disk() {
     );
 }
 
-/// [`Objs`] with a service-account token provider: `None` answers as for a local pod.
+/// [`Objs`] with a service-account token provider: without a token, `why` (`None`
+/// answers as for a local pod).
 #[derive(Default)]
 struct WithToken {
     objs: Objs,
     token: RefCell<Option<Vec<u8>>>,
+    why: RefCell<Option<NoToken>>,
 }
 
 impl Objects for WithToken {
@@ -609,10 +612,11 @@ impl Objects for WithToken {
         &self,
         pod: &Pod,
         source: &crate::model::projected::ServiceAccountTokenProjection,
-    ) -> Result<Vec<u8>, String> {
-        match self.token.borrow().clone() {
-            Some(t) => Ok(t),
-            None => self.objs.service_account_token(pod, source),
+    ) -> Result<Vec<u8>, crate::kuberuntime::env::NoToken> {
+        match (self.token.borrow().clone(), self.why.borrow().clone()) {
+            (Some(t), _) => Ok(t),
+            (None, Some(why)) => Err(why),
+            (None, None) => self.objs.service_account_token(pod, source),
         }
     }
 }
@@ -668,6 +672,7 @@ fn api_objects() -> WithToken {
             secret: Some(secret),
         },
         token: RefCell::new(Some(b"tok-1".to_vec())),
+        why: RefCell::new(None),
     }
 }
 
@@ -750,6 +755,52 @@ fn projected_files_are_rewritten_only_when_they_change() {
     );
     let w = writes_during(&dir, || prepare(&p, &s.0, &[], &objs).unwrap());
     assert_eq!(w, Vec::<String>::new());
+}
+
+/// Needs the right to mount (root, as the agent).
+#[test]
+fn a_token_file_starts_empty_offline_and_is_kept_until_a_new_token() {
+    let s = Scratch::new("tokkeep");
+    let p = pod_with_volume(api_access());
+    let objs = api_objects();
+    let dir = volume_dir(&s.0, &p, "projected", "kube-api-access-x1");
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
+    let no_token = |why: NoToken| {
+        *objs.token.borrow_mut() = None;
+        *objs.why.borrow_mut() = Some(why);
+    };
+    // The cluster is away and no token was ever held: the pod starts, its file empty.
+    no_token(NoToken::Later);
+    prepare(&p, &s.0, &[], &objs).unwrap();
+    assert_eq!(read("token"), "");
+    assert_eq!(read("ca.crt"), "CERT");
+    // Just asked: a short wait; refused: a configuration error, naming the source.
+    no_token(NoToken::Asked);
+    let e = prepare(&p, &s.0, &[], &objs).unwrap_err();
+    assert_eq!(e.reason, "ContainerCreating");
+    let at = "volume \"kube-api-access-x1\": sources[0].serviceAccountToken: ";
+    assert!(
+        e.message
+            .starts_with(&format!("{at}waiting for the cluster")),
+        "{e}"
+    );
+    no_token(NoToken::Refused("HTTP 403 Forbidden: no".into()));
+    let e = prepare(&p, &s.0, &[], &objs).unwrap_err();
+    assert_eq!(e.reason, "CreateContainerConfigError");
+    assert_eq!(e.message, format!("{at}HTTP 403 Forbidden: no"));
+    // The token arrives: the file is updated in place.
+    *objs.token.borrow_mut() = Some(b"tok-1".to_vec());
+    let w = writes_during(&dir, || prepare(&p, &s.0, &[], &objs).unwrap());
+    assert!(w.iter().any(|e| e.contains("MOVED_TO")), "{w:?}");
+    assert_eq!(read("token"), "tok-1");
+    // An agent restarted holds none: the token the volume shows is kept, unchanged.
+    for why in [NoToken::Later, NoToken::Asked, NoToken::Refused("x".into())] {
+        no_token(why.clone());
+        let w = writes_during(&dir, || prepare(&p, &s.0, &[], &objs).unwrap());
+        assert_eq!(w, Vec::<String>::new(), "{why:?}");
+        assert_eq!(read("token"), "tok-1", "{why:?}");
+    }
+    let _ = crate::kuberuntime::pod_dir::unmount_all(&s.0.join("uid-1"));
 }
 
 #[test]
