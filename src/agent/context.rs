@@ -21,6 +21,9 @@ pub struct Context {
     /// Registry hosts whose pulls lately ran into their deadline (every pod's worker
     /// consults and updates it).
     pub silent_registries: SilentRegistries,
+    /// The service-account tokens of the cluster's pods (in memory only).
+    #[cfg(feature = "uplink")]
+    pub tokens: crate::uplink::tokens::Tokens,
 }
 
 impl Objects for Context {
@@ -33,5 +36,14 @@ impl Objects for Context {
     fn secret(&self, pod: &Pod, name: &str) -> Option<Secret> {
         let ns = &pod.metadata.namespace;
         self.store.borrow_mut().secret_for(pod.source(), ns, name)
+    }
+    /// A cluster pod's token is the one the uplink holds for it.
+    #[cfg(feature = "uplink")]
+    fn service_account_token(
+        &self,
+        pod: &Pod,
+        source: &crate::model::projected::ServiceAccountTokenProjection,
+    ) -> Result<Vec<u8>, crate::kuberuntime::env::NoToken> {
+        self.tokens.lookup(pod, source)
     }
 }

@@ -81,7 +81,7 @@ impl SyncLoop {
             self.tick().await;
             let next = Instant::now() + self.ctx.cfg.pleg_period;
             if let Some(w) = &watch {
-                while Self::store_event_before(w, next).await {
+                while self.event_before(w, next).await {
                     self.store_changes();
                 }
             }
@@ -91,8 +91,10 @@ impl SyncLoop {
 
     /// Waits for the store's watch to turn readable (true) or for `deadline` (false).
     /// A watch that fails waits for the deadline (the tick polls the store anyway).
-    async fn store_event_before(watch: &Async<OwnedFd>, deadline: Instant) -> bool {
-        future::or(
+    /// With the uplink, a pod's service-account token that changed (it is held in
+    /// memory, not in the store) wakes it too.
+    async fn event_before(&self, watch: &Async<OwnedFd>, deadline: Instant) -> bool {
+        let store = future::or(
             async {
                 match watch.readable().await {
                     Ok(()) => true,
@@ -107,8 +109,16 @@ impl SyncLoop {
                 Timer::at(deadline).await;
                 false
             },
-        )
-        .await
+        );
+        #[cfg(feature = "uplink")]
+        let store = future::or(
+            async {
+                self.ctx.tokens.changed().await;
+                true
+            },
+            store,
+        );
+        store.await
     }
 
     /// The store's inotify fd registered with the reactor (a duplicate, so the store
@@ -158,7 +168,14 @@ impl SyncLoop {
     /// Acts on what changed in the store since the last look: wakes every pod when a
     /// configMap or secret changed (it may project or read it), then starts, updates
     /// and deletes workers when pods changed. Pods that did not change are left alone.
+    /// Pods whose service-account token changed (uplink) are woken first.
     fn store_changes(&mut self) {
+        #[cfg(feature = "uplink")]
+        for uid in self.ctx.tokens.take_changed() {
+            if let Some(w) = self.workers.get(&uid) {
+                let _ = w.tx.try_send(Msg::Wake);
+            }
+        }
         let changes = self.ctx.store.borrow_mut().changes();
         if changes.objects {
             // Before the reconcile, so that new workers are not woken twice.

@@ -47,6 +47,8 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
         host,
         runtime_name: RefCell::new(String::new()),
         silent_registries: Default::default(),
+        #[cfg(feature = "uplink")]
+        tokens: Default::default(),
     });
     #[cfg(feature = "uplink")]
     let uplink = crate::uplink::agent::new(&ctx)

@@ -50,6 +50,6 @@ pub fn start(uplink: &Rc<Uplink>) {
 fn start_pods(uplink: &Rc<Uplink>) {
     let bound = Rc::new(super::pods_bound::Bound::default());
     let wake = uplink.ctx.store.borrow_mut().subscribe_status();
-    crate::rt::spawn(super::pods::run(uplink.clone(), bound.clone())).detach();
+    super::pods::start(uplink.clone(), bound.clone()).detach();
     crate::rt::spawn(super::status::run(uplink.clone(), bound, wake)).detach();
 }

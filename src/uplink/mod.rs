@@ -13,7 +13,8 @@
 //! `cluster/` tree, refusals), [`objects`] (the configMaps and secrets they reference,
 //! one watch each, [`objects_projection`] for what is kept of an API object),
 //! [`status`] (status patches from the store's dirty set, the end of the deletion
-//! handshake).
+//! handshake), [`tokens`] (service-account tokens for projected volumes, TokenRequest
+//! and refresh in [`tokens_refresh`]).
 //!
 //! Secrets (keys, tokens) live in [`kubeconfig::Redacted`] and are never formatted into
 //! a message or a log line.
@@ -38,6 +39,8 @@ pub mod status;
 pub mod status_patch;
 pub mod tls;
 pub mod tls_io;
+pub mod tokens;
+mod tokens_refresh;
 pub mod watch;
 
 pub use client::{ApiClient, ClientOptions, DeleteOptions, PatchType, Preconditions};

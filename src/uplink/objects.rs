@@ -1,10 +1,10 @@
 //! The configMaps and secrets that bound pods reference (volumes and projected volume
 //! sources, `env` valueFrom, `envFrom`, `imagePullSecrets`: `kube-root-ca.crt` of every
-//! default pod's `kube-api-access-*` volume among them), each fetched and watched from the API on its own
-//! ([`super::objects_watch`]: a single-object list + watch, what the Node authorizer
-//! allows a node) and cached in `STATE/cluster/`. [`ObjectWatches::set`] is told the
-//! referenced set whenever the cached pods change: new references get a watch, objects
-//! no pod references any longer lose theirs and leave the cache.
+//! default pod's `kube-api-access-*` volume among them), each fetched and watched from
+//! the API on its own ([`super::objects_watch`]: a single-object list + watch, what the
+//! Node authorizer allows a node) and cached in `STATE/cluster/`. [`ObjectWatches::set`]
+//! is told the referenced set whenever the cached pods change: new references get a
+//! watch, objects no pod references any longer lose theirs and leave the cache.
 
 use super::agent::Uplink;
 use crate::model::Pod;

@@ -15,7 +15,8 @@
 //!   the API already shows in a terminal phase is not run (kubelet's rule: a finished
 //!   pod is never started again) and leaves the cache.
 //! - The configMaps and secrets the cached pods reference are watched
-//!   ([`super::objects`]).
+//!   ([`super::objects`]); the service-account tokens their projected volumes need are
+//!   requested and kept current ([`super::tokens`]).
 //!
 //! While the API server is away nothing here changes the cache: the pods keep running.
 
@@ -25,6 +26,7 @@ use super::objects::{references, ObjectRef, ObjectWatches};
 use super::objects_projection::{meta_str, project, to_bytes};
 use super::pods_bound::{api_ips, Bound, Refusal};
 use super::status_patch::shows_refusal;
+use super::tokens::{self, TokenRequests, TokenWant};
 use super::{resource_path, EventType, ListParams};
 use crate::model::{parse_pod, Object, Pod};
 use crate::store::notify::PodName;
@@ -45,12 +47,20 @@ struct PodSource {
     objects: ObjectWatches,
     /// The references last given to `objects`.
     watched: Vec<ObjectRef>,
+    tokens: TokenRequests,
+    /// The tokens last given to `tokens`.
+    requested: Vec<TokenWant>,
     failures: u32,
 }
 
-/// Runs the pod source for as long as the agent runs.
-pub async fn run(up: Rc<Uplink>, bound: Rc<Bound>) {
-    let mut source = PodSource::new(up, bound);
+/// Starts the pod source, which runs for as long as the agent runs. The cached pods'
+/// objects are watched and their tokens asked for at once, before the sync loop's first
+/// look: a worker then finds its pod's token on its way (and waits for it briefly).
+pub fn start(up: Rc<Uplink>, bound: Rc<Bound>) -> smol::Task<()> {
+    crate::rt::spawn(run(PodSource::new(up, bound)))
+}
+
+async fn run(mut source: PodSource) {
     loop {
         let Some(mut rv) = source.list().await else {
             Timer::after(backoff::delay(source.failures, backoff::random())).await;
@@ -77,13 +87,16 @@ impl PodSource {
                 k.uid = m.uid.clone();
                 k.cached = true;
                 k.refs = references(p);
+                k.tokens = tokens::wants(p);
             });
         }
         let mut source = PodSource {
             objects: ObjectWatches::new(up.clone()),
+            tokens: TokenRequests::new(up.clone()),
             up,
             bound,
             watched: Vec::new(),
+            requested: Vec::new(),
             failures: 0,
         };
         source.sync_objects(true);
@@ -269,11 +282,12 @@ impl PodSource {
             }
         }
         drop(store);
-        let refs = references(pod);
+        let (refs, wants) = (references(pod), tokens::wants(pod));
         self.bound.update(key, |k| {
             k.uid = uid.clone();
             k.cached = true;
             k.refs = refs;
+            k.tokens = wants;
             k.refusal = None;
         });
     }
@@ -334,44 +348,61 @@ impl PodSource {
         }
     }
 
-    /// Gives the object watches what the cached pods reference, when it changed
-    /// (`force`: in any case, e.g. to drop cached objects left from an earlier run).
+    /// Gives the object watches what the cached pods reference, and the token task
+    /// the tokens they need, when it changed (`force`: in any case, e.g. to drop cached
+    /// objects and tokens left from an earlier run).
     fn sync_objects(&mut self, force: bool) {
         let wanted = self.bound.references();
         if force || wanted != self.watched {
             self.objects.set(&wanted);
             self.watched = wanted;
         }
+        let wanted = self.bound.tokens();
+        if force || wanted != self.requested {
+            self.tokens.set(&wanted);
+            self.requested = wanted;
+        }
     }
 }
 
-/// The model reads only the volume sources it supports, so of a volume with another
-/// one it says "got none": name what the API object has there instead.
+/// The model reads only the volume sources (and projection sources) it supports, so of
+/// one with another kind it says "got none": name what the API object has there.
 fn name_volume_sources(source: &str, messages: Vec<String>, obj: &Value) -> Vec<String> {
-    let volumes = obj["spec"]["volumes"].as_array();
     messages
         .into_iter()
-        .map(|m| {
-            let at = m
-                .strip_prefix(source)
-                .and_then(|r| r.strip_prefix(": spec.volumes["))
-                .and_then(|r| r.split_once("]: "))
-                .filter(|(_, rest)| rest.ends_with("got none"))
-                .and_then(|(i, _)| i.parse::<usize>().ok());
-            let Some(v) = at.and_then(|i| volumes?.get(i)?.as_object()) else {
-                return m;
-            };
-            let kinds: Vec<&str> = v
-                .keys()
-                .map(String::as_str)
-                .filter(|k| *k != "name")
-                .collect();
-            format!(
-                "{m} (this pod's volume is {}: not supported)",
-                kinds.join(", ")
-            )
+        .map(|m| match unread_source(source, &m, obj) {
+            Some(kinds) => format!("{m} (this pod's source there is {kinds}: not supported)"),
+            None => m,
         })
         .collect()
+}
+
+/// For a "got none" message at `spec.volumes[i]` or `spec.volumes[i].projected.sources[j]`,
+/// the keys the API object has there (its `name` left out).
+fn unread_source(source: &str, m: &str, obj: &Value) -> Option<String> {
+    let (place, what) = m
+        .strip_prefix(source)?
+        .strip_prefix(": ")?
+        .split_once(": ")?;
+    if !what.ends_with("got none") {
+        return None;
+    }
+    let index = |s: &str| s.strip_suffix(']')?.parse::<usize>().ok();
+    let rest = place.strip_prefix("spec.volumes[")?;
+    let (i, rest) = rest.split_once(']').unwrap_or((rest, ""));
+    let mut at = &obj["spec"]["volumes"][i.parse::<usize>().ok()?];
+    if let Some(j) = rest.strip_prefix(".projected.sources[") {
+        at = &at["projected"]["sources"][index(j)?];
+    } else if !rest.is_empty() {
+        return None;
+    }
+    let kinds: Vec<&str> = at
+        .as_object()?
+        .keys()
+        .map(String::as_str)
+        .filter(|k| *k != "name")
+        .collect();
+    (!kinds.is_empty()).then(|| kinds.join(", "))
 }
 
 /// The message of a refusal: the model's problems without their `SOURCE: ` prefix,
@@ -420,21 +451,33 @@ mod tests {
     fn volume_sources_the_model_does_not_read_are_named() {
         let obj = serde_json::json!({"spec": {"volumes": [
             {"name": "ok", "emptyDir": {}},
-            {"name": "kube-api-access-x", "projected": {"sources": []}}
+            {"name": "remote", "nfs": {"server": "192.0.2.1", "path": "/"}},
+            {"name": "kube-api-access-x", "projected": {"sources": [
+                {"serviceAccountToken": {"path": "token"}},
+                {"clusterTrustBundle": {"path": "b"}}]}}
         ]}});
+        let none = "must specify exactly one of emptyDir, hostPath, configMap, secret, projected, downwardAPI, got none";
         let got = name_volume_sources(
             "pod d/p",
             vec![
-                "pod d/p: spec.volumes[1]: must specify exactly one of emptyDir, hostPath, configMap, secret, got none".into(),
+                format!("pod d/p: spec.volumes[1]: {none}"),
+                "pod d/p: spec.volumes[2].projected.sources[1]: must specify exactly one of configMap, secret, downwardAPI, serviceAccountToken, got none".into(),
                 "pod d/p: spec.containers[0].image: required".into(),
+                format!("pod d/p: spec.volumes[9]: {none}"),
             ],
             &obj,
         );
         assert!(
-            got[0].ends_with("(this pod's volume is projected: not supported)"),
+            got[0].ends_with("(this pod's source there is nfs: not supported)"),
             "{}",
             got[0]
         );
-        assert_eq!(got[1], "pod d/p: spec.containers[0].image: required");
+        assert!(
+            got[1].ends_with("(this pod's source there is clusterTrustBundle: not supported)"),
+            "{}",
+            got[1]
+        );
+        assert_eq!(got[2], "pod d/p: spec.containers[0].image: required");
+        assert!(got[3].ends_with("got none"), "no such volume: {}", got[3]);
     }
 }

@@ -1,11 +1,13 @@
 //! What the node knows of each pod bound to it, shared by the pod source (which writes
-//! it) and the status task (which reads it): whether the pod is cached (run here) and
-//! what it references, whether it is refused and what the API is still to be told, and
-//! the pod IPs the API shows (`podIPs` merge by `ip` in a strategic merge patch, so a
-//! pod whose IP changed must name the one to delete, or the API would hold two IPs of
-//! one family and refuse the patch). One map for all of it: each map type costs code.
+//! it) and the status task (which reads it): whether the pod is cached (run here), what
+//! it references and which service-account tokens it needs, whether it is refused and
+//! what the API is still to be told, and the pod IPs the API shows (`podIPs` merge by
+//! `ip` in a strategic merge patch, so a pod whose IP changed must name the one to
+//! delete, or the API would hold two IPs of one family and refuse the patch). One map
+//! for all of it: each map type costs code.
 
 use super::objects::ObjectRef;
+use super::tokens::TokenWant;
 use crate::store::notify::PodName;
 use serde_json::Value;
 use std::cell::RefCell;
@@ -26,6 +28,8 @@ pub struct Known {
     pub cached: bool,
     /// The configMaps and secrets the cached pod references (sorted, no duplicates).
     pub refs: Vec<ObjectRef>,
+    /// The tokens the cached pod's projected volumes need (sorted, no duplicates).
+    pub tokens: Vec<TokenWant>,
     /// Refused, and not yet reported so.
     pub refusal: Option<Refusal>,
     /// The pod IPs in the API's last copy.
@@ -82,6 +86,18 @@ impl Bound {
             .collect();
         all.sort();
         all.dedup();
+        all
+    }
+
+    /// Every token the cached pods need, sorted.
+    pub fn tokens(&self) -> Vec<TokenWant> {
+        let map = self.0.borrow();
+        let mut all: Vec<TokenWant> = map
+            .values()
+            .filter(|k| k.cached)
+            .flat_map(|k| k.tokens.iter().cloned())
+            .collect();
+        all.sort();
         all
     }
 }
