@@ -9,10 +9,10 @@
 //! need an agent of their own (another identity, a quiet state directory) get their own
 //! containerd.
 //!
-//! Pods carry `automountServiceAccountToken: false` (the projected `kube-api-access-*`
-//! volume the ServiceAccount admission adds is not supported yet and would make the pod
-//! refused) and tolerate every taint (the test Node has no lease: the node lifecycle
-//! controller would taint it and evict the pods after 300 s).
+//! Pods carry `automountServiceAccountToken: false` unless a test is about the token
+//! (each token is one more request, and most tests look at other things) and tolerate
+//! every taint (the test Node has no lease: the node lifecycle controller would taint
+//! it and evict the pods after 300 s).
 
 mod agent_support;
 mod common;
@@ -480,30 +480,6 @@ fn refused_pods_are_failed_in_the_api_with_the_reason() {
     );
     assert!(local_view(n, ns, "nfs").is_none());
 
-    // A default pod of a current cluster gets the projected kube-api-access-* volume,
-    // not supported yet: refused the same way, naming the volume.
-    let mut default = kpod(
-        NODE,
-        ns,
-        "default-sa",
-        json!({"containers": [sh("main", "exec sleep 3600")]}),
-    );
-    default["spec"]
-        .as_object_mut()
-        .unwrap()
-        .remove("automountServiceAccountToken");
-    kube.apply(&default.to_string());
-    let p = wait_api(kube, n, ns, "default-sa", "Failed", START, |p| {
-        p["status"]["phase"] == "Failed"
-    });
-    assert_eq!(p["status"]["reason"], "UnsupportedPodSpec");
-    let message = p["status"]["message"].as_str().unwrap_or_default();
-    assert!(
-        message.contains("spec.volumes[0]") && message.contains("projected"),
-        "{message}"
-    );
-    eprintln!("a default pod is refused with: {message}");
-
     // A local pod's name is the device owner's: the cluster pod of that name is refused,
     // the local one keeps running untouched.
     namespace(kube, agent_support::NS);
@@ -828,6 +804,292 @@ fn uplink_cut_and_back_the_node_catches_up() {
         "uplink back: restart shown in the API after {current:?}, all caught up after {:?}",
         back.elapsed()
     );
+    n.kill_agent();
+}
+
+/// A pod as a current cluster makes it: `automountServiceAccountToken` left to the
+/// ServiceAccount admission, which adds the projected `kube-api-access-*` volume.
+fn default_pod(node: &str, ns: &str, name: &str, spec: Value) -> Value {
+    let mut pod = kpod(node, ns, name, spec);
+    pod["spec"]
+        .as_object_mut()
+        .unwrap()
+        .remove("automountServiceAccountToken");
+    pod
+}
+
+/// Where the ServiceAccount admission mounts the kube-api-access-* volume.
+const SA_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+/// The claims of a JWT (three dot-separated base64url parts), panicking with the
+/// reason when `token` is not one.
+fn jwt_claims(token: &str) -> Value {
+    let parts: Vec<&str> = token.split('.').collect();
+    let base64url = |p: &str| {
+        !p.is_empty()
+            && p.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    };
+    assert!(
+        parts.len() == 3 && parts.iter().all(|p| base64url(p)),
+        "not a JWT: {} bytes, {} parts",
+        token.len(),
+        parts.len()
+    );
+    let mut std = parts[1].replace('-', "+").replace('_', "/");
+    while std.len() % 4 != 0 {
+        std.push('=');
+    }
+    let payload = tinylet::model::base64::decode(&std).expect("the payload is base64url");
+    serde_json::from_slice(&payload).expect("the payload is JSON")
+}
+
+/// Asserts the claims of a token bound to pod `p` of service account `default`.
+fn assert_bound_to(claims: &Value, p: &Value) {
+    let ns = p["metadata"]["namespace"].as_str().unwrap();
+    let k = &claims["kubernetes.io"];
+    assert_eq!(k["namespace"], ns, "{claims}");
+    assert_eq!(k["pod"]["name"], p["metadata"]["name"], "{claims}");
+    assert_eq!(k["pod"]["uid"], p["metadata"]["uid"], "{claims}");
+    assert_eq!(k["serviceaccount"]["name"], "default", "{claims}");
+    assert_eq!(
+        claims["sub"],
+        format!("system:serviceaccount:{ns}:default"),
+        "{claims}"
+    );
+}
+
+/// Every file below `dir` that contains `needle`.
+fn files_containing(dir: &Path, needle: &[u8]) -> Vec<PathBuf> {
+    tree(dir)
+        .into_keys()
+        .filter(|p| std::fs::read(p).is_ok_and(|b| b.windows(needle.len()).any(|w| w == needle)))
+        .collect()
+}
+
+/// A default pod of a current cluster runs: its token is a JWT bound to the pod, which
+/// the API server accepts, beside the cluster's CA and the namespace; a second projected
+/// token (600 s, the API server's minimum, another audience) is there too. Tokens are
+/// held in memory and written only to the pod's volume (a tmpfs), never to the state
+/// directory. (A refresh replaces the token in place, as an agent restart shows in
+/// `service_account_tokens_survive_agent_restarts_and_come_after_an_offline_reboot`;
+/// its schedule is a unit test of `uplink::tokens_refresh`.)
+#[test]
+fn a_default_pod_runs_with_its_service_account_token() {
+    let (kube, n) = (Kube::shared(), node());
+    let ns = "tokens";
+    namespace(kube, ns);
+    let mut main = sh("main", "exec sleep 3600");
+    main["volumeMounts"] = json!([{"name": "vault", "mountPath": "/vault"}]);
+    let vault = json!({"name": "vault", "projected": {"sources": [{"serviceAccountToken":
+        {"path": "token", "audience": "vault", "expirationSeconds": 600}}]}});
+    let spec = json!({"containers": [main], "volumes": [vault]});
+    let started = Instant::now();
+    kube.apply(&default_pod(NODE, ns, "default-sa", spec).to_string());
+    let p = wait_api(kube, n, ns, "default-sa", "Running", START, running_ready);
+    eprintln!(
+        "default pod Running in the API after {:?}",
+        started.elapsed()
+    );
+    let volumes = p["spec"]["volumes"].to_string();
+    assert!(volumes.contains("kube-api-access-"), "{volumes}");
+
+    let cat = |path: &str| wait_exec(n, ns, "default-sa", &["cat", path], |o| !o.is_empty());
+    let token = cat(&format!("{SA_DIR}/token"));
+    let claims = jwt_claims(&token);
+    assert_bound_to(&claims, &p);
+    assert_eq!(cat(&format!("{SA_DIR}/namespace")), ns);
+    let ca = kube.kubectl_ok(&[
+        "get",
+        "configmap",
+        "kube-root-ca.crt",
+        "-n",
+        ns,
+        "-o",
+        "jsonpath={.data.ca\\.crt}",
+    ]);
+    assert!(ca.contains("BEGIN CERTIFICATE"), "{ca}");
+    assert_eq!(cat(&format!("{SA_DIR}/ca.crt")).trim(), ca.trim());
+
+    // The API server takes it: the request is the service account's (which may not
+    // list pods: 403, not 401).
+    let out = std::process::Command::new("curl")
+        .args(["-sS", "--cacert"])
+        .arg(kube.ca_file())
+        .arg("-H")
+        .arg(format!("Authorization: Bearer {token}"))
+        .arg(format!("{}/api/v1/namespaces/{ns}/pods", kube.api_url()))
+        .output()
+        .expect("curl");
+    let answer = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        answer.contains(&format!("system:serviceaccount:{ns}:default"))
+            && answer.contains("\"code\": 403"),
+        "{answer}"
+    );
+
+    // The other source: its own audience and the lifetime asked for.
+    let vault = jwt_claims(&cat("/vault/token"));
+    assert_bound_to(&vault, &p);
+    assert_eq!(vault["aud"], json!(["vault"]), "{vault}");
+    let life = vault["exp"].as_i64().unwrap() - vault["iat"].as_i64().unwrap();
+    assert_eq!(life, 600, "{vault}");
+
+    let state = n.dir.join("state");
+    for t in [&token, &cat("/vault/token")] {
+        let signature = t.rsplit('.').next().unwrap();
+        let found = files_containing(&state, signature.as_bytes());
+        assert!(
+            found.is_empty(),
+            "a token in the state directory: {found:?}"
+        );
+    }
+    kube.kubectl_ok(&["delete", "pod", "default-sa", "-n", ns, "--wait=false"]);
+}
+
+/// Mount points at or below `dir`, deepest first.
+fn mounts_below(dir: &Path) -> Vec<String> {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let dir = dir.to_str().unwrap();
+    let mut found: Vec<String> = info
+        .lines()
+        .filter_map(|l| l.split(' ').nth(4))
+        .filter(|m| m.starts_with(dir))
+        .map(str::to_string)
+        .collect();
+    found.sort_by_key(|m| std::cmp::Reverse(m.len()));
+    found
+}
+
+/// A cluster pod's token across the agent's and the device's restarts, the uplink cut:
+/// after an agent restart the token the volume shows is kept (nothing to overwrite it
+/// with) and replaced in place by a new one once the cluster answers; after a reboot
+/// (the volume's tmpfs gone) the pod runs within 10 s with an empty token file, filled
+/// in place when the uplink is back. The container is never restarted for a token.
+#[test]
+fn service_account_tokens_survive_agent_restarts_and_come_after_an_offline_reboot() {
+    let kube = Kube::shared();
+    let c = Containerd::start();
+    let relay = kube.relay();
+    let name = "tl-tokens";
+    register(kube, name);
+    let id = relay.node_identity(name);
+    let n = Node::new(&c, name);
+    n.set_config("nodeName", json!(name));
+    n.set_config("apiServer", json!({"kubeconfig": id.kubeconfig}));
+    let ns = "token-restarts";
+    namespace(kube, ns);
+    n.start_agent();
+    let pod = default_pod(
+        name,
+        ns,
+        "sa",
+        json!({"containers": [sh("main", "exec sleep 3600")]}),
+    );
+    kube.apply(&pod.to_string());
+    let p = wait_api(kube, &n, ns, "sa", "Running", START, running_ready);
+    let token_file = format!("{SA_DIR}/token");
+    let read_token = || {
+        let out = n.tinylet(&[
+            "exec",
+            &format!("{ns}/sa"),
+            "-c",
+            "main",
+            "--",
+            "cat",
+            &token_file,
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let first = wait_exec(&n, ns, "sa", &["cat", &token_file], |o| !o.is_empty());
+    assert_bound_to(&jwt_claims(&first), &p);
+    let container = |l: &Value| {
+        cstatus(l, "main")["containerID"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let before = container(&local_view(&n, ns, "sa").unwrap());
+
+    // Agent restart, uplink cut: the volume keeps its token, well past the wait a new
+    // pod gets for its first one.
+    relay.cut();
+    n.kill_agent();
+    n.start_agent();
+    holds_for("the token is kept", Duration::from_secs(5), || {
+        let t = read_token();
+        (t != first).then(|| format!("the token file changed ({} bytes)", t.len()))
+    });
+    relay.restore();
+    let back = Instant::now();
+    let second = wait_exec(&n, ns, "sa", &["cat", &token_file], |o| {
+        !o.is_empty() && o != first
+    });
+    eprintln!(
+        "uplink back: a new token in the volume after {:?}",
+        back.elapsed()
+    );
+    let claims = jwt_claims(&second);
+    assert_bound_to(&claims, &p);
+    assert!(claims["iat"].as_i64() > jwt_claims(&first)["iat"].as_i64());
+    let l = local_view(&n, ns, "sa").unwrap();
+    assert_eq!(container(&l), before, "the container was not restarted");
+    assert_eq!(cstatus(&l, "main")["restartCount"], 0);
+
+    // Device reboot without the uplink: containers and tmpfs mounts gone.
+    relay.cut();
+    n.kill_agent();
+    c.reboot();
+    for m in mounts_below(&n.dir.join("pods")) {
+        let ok = std::process::Command::new("umount")
+            .arg(&m)
+            .status()
+            .unwrap();
+        assert!(ok.success(), "umount {m}");
+    }
+    let boot = Instant::now();
+    n.start_agent();
+    let l = wait_for("the pod runs again without the uplink", START, || {
+        local_view(&n, ns, "sa").filter(|l| running_ready(l) && container(l) != before)
+    });
+    let running_after = boot.elapsed();
+    eprintln!("offline reboot: the pod Running {running_after:?} after the agent started");
+    assert!(
+        running_after <= Duration::from_secs(10),
+        "{running_after:?}"
+    );
+    let rebooted = container(&l);
+    let size = |f: &str| {
+        let cmd = format!("wc -c < {SA_DIR}/{f}");
+        wait_exec(&n, ns, "sa", &["sh", "-c", &cmd], |o| !o.is_empty())
+            .trim()
+            .to_string()
+    };
+    assert_eq!(size("token"), "0", "no token yet: an empty file");
+    assert_ne!(size("ca.crt"), "0", "the cached kube-root-ca.crt");
+    wait_exec(
+        &n,
+        ns,
+        "sa",
+        &["cat", &format!("{SA_DIR}/namespace")],
+        |o| o == ns,
+    );
+    relay.restore();
+    let back = Instant::now();
+    let third = wait_exec(&n, ns, "sa", &["cat", &token_file], |o| !o.is_empty());
+    eprintln!(
+        "uplink back after the reboot: the token in the volume after {:?}",
+        back.elapsed()
+    );
+    assert_bound_to(&jwt_claims(&third), &p);
+    let l = local_view(&n, ns, "sa").unwrap();
+    assert_eq!(container(&l), rebooted, "filled in place, not restarted");
+    assert!(running_ready(&l));
     n.kill_agent();
 }
 
