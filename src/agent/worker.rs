@@ -254,14 +254,13 @@ impl Worker {
                 let outdated = self.outdated(&observed).await;
                 self.act(&observed, &outdated, &mut effects).await
             }
-            // Waiting for the cluster's token a moment is no fault.
-            Err(Some(e)) if e.reason == "ContainerCreating" => {
-                log::info!("pod {}: {e}", self.name());
-                self.wait_all(&observed, &e);
-                self.wake_no_later_than(Instant::now() + CONFIG_RETRY);
-            }
             Err(Some(e)) => {
-                log::warn!("pod {}: {e}", self.name());
+                // Waiting a moment for the cluster's token is no fault.
+                let level = match e.reason.as_str() {
+                    "ContainerCreating" => log::Level::Info,
+                    _ => log::Level::Warn,
+                };
+                log::log!(level, "pod {}: {e}", self.name());
                 self.wait_all(&observed, &e);
                 self.wake_no_later_than(Instant::now() + CONFIG_RETRY);
             }
