@@ -300,7 +300,8 @@ pub fn data_dir(dir: &Path) -> io::Result<std::path::PathBuf> {
 
 /// The content of the file at `path` the volume `dir` shows now, when it is a regular
 /// file of at most `max` bytes (what an earlier agent wrote, e.g. a token to keep
-/// until a new one arrives).
+/// until a new one arrives; only the cluster's pods have tokens).
+#[cfg(feature = "uplink")]
 pub fn current(dir: &Path, path: &str, max: usize) -> Option<Vec<u8>> {
     let file = dir.join(data_target(dir)?).join(clean(path).ok()?);
     let meta = fs::symlink_metadata(&file).ok()?;

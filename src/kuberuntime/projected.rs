@@ -14,7 +14,7 @@
 //!
 //! A file's mode is its item's `mode`, else the volume's `defaultMode` (0644).
 
-use super::atomic_writer::{self, FileProjection};
+use super::atomic_writer::FileProjection;
 use super::env::{NoToken, Objects};
 use super::SyncError;
 use crate::model::pod::KeyToPath;
@@ -107,7 +107,7 @@ fn token(
         Ok(token) => return Ok(token),
         Err(why) => why,
     };
-    if let Some(kept) = atomic_writer::current(dir, &t.path, MAX_TOKEN).filter(|k| !k.is_empty()) {
+    if let Some(kept) = kept(dir, &t.path) {
         return Ok(kept);
     }
     match why {
@@ -118,6 +118,18 @@ fn token(
         )),
         NoToken::Refused(msg) => Err((CONFIG_ERROR, msg)),
     }
+}
+
+/// The token the volume in `dir` shows at `path`, unless empty. Only the cluster's
+/// pods have tokens: a local-only build has none to keep.
+#[cfg(feature = "uplink")]
+fn kept(dir: &Path, path: &str) -> Option<Vec<u8>> {
+    super::atomic_writer::current(dir, path, MAX_TOKEN).filter(|k| !k.is_empty())
+}
+
+#[cfg(not(feature = "uplink"))]
+fn kept(_: &Path, _: &str) -> Option<Vec<u8>> {
+    None
 }
 
 /// A ConfigMap's or Secret's keys as files: every key, or only `items` (each of which

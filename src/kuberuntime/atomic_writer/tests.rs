@@ -232,6 +232,7 @@ fn bad_paths_are_refused_and_the_last_duplicate_wins() {
     assert_eq!(mode(&s.0.join("k")), 0o600);
 }
 
+#[cfg(feature = "uplink")]
 #[test]
 fn the_current_file_is_read_back_bounded() {
     let s = Scratch::new("current");

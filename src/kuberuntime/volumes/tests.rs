@@ -757,7 +757,8 @@ fn projected_files_are_rewritten_only_when_they_change() {
     assert_eq!(w, Vec::<String>::new());
 }
 
-/// Needs the right to mount (root, as the agent).
+/// Needs the right to mount (root, as the agent). Tokens are the cluster's: uplink only.
+#[cfg(feature = "uplink")]
 #[test]
 fn a_token_file_starts_empty_offline_and_is_kept_until_a_new_token() {
     let s = Scratch::new("tokkeep");
