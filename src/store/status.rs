@@ -19,9 +19,9 @@
 //! only desired state needs to survive a power cut. A status file lost or emptied by
 //! one is read as absent (logged) and written again on the pod's next sync.
 
+use super::atomic;
 use super::error::{IoContext, StoreError};
 use super::layout;
-use super::atomic;
 use crate::model::PodStatus;
 use std::collections::{BTreeSet, HashMap};
 use std::io::Read;

@@ -46,7 +46,8 @@ pub fn start(uplink: &Rc<Uplink>) {
     start_pods(uplink);
 }
 
-/// The pod side: the pod source (with the configMap and secret watches) and status up.
+/// The pod side: the pod source (with the configMap and secret watches) and status up
+/// (with the mirror pods of the local pods).
 fn start_pods(uplink: &Rc<Uplink>) {
     let bound = Rc::new(super::pods_bound::Bound::default());
     let wake = uplink.ctx.store.borrow_mut().subscribe_status();

@@ -13,7 +13,8 @@
 //! `cluster/` tree, refusals), [`objects`] (the configMaps and secrets they reference,
 //! one watch each, [`objects_projection`] for what is kept of an API object),
 //! [`status`] (status patches from the store's dirty set, the end of the deletion
-//! handshake).
+//! handshake), [`mirror`] (local pods shown in the cluster as mirror pods,
+//! [`mirror_pod`]).
 //!
 //! Secrets (keys, tokens) live in [`kubeconfig::Redacted`] and are never formatted into
 //! a message or a log line.
@@ -27,6 +28,8 @@ pub mod error;
 pub mod files;
 pub mod identity;
 pub mod kubeconfig;
+pub mod mirror;
+pub mod mirror_pod;
 pub mod objects;
 pub mod objects_projection;
 mod objects_watch;

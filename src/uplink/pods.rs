@@ -16,11 +16,15 @@
 //!   pod is never started again) and leaves the cache.
 //! - The configMaps and secrets the cached pods reference are watched
 //!   ([`super::objects`]).
+//! - This node's mirror pods (annotation `kubernetes.io/config.mirror`) are never run:
+//!   they are recorded for [`super::mirror`], which keeps them in step with the local
+//!   pods.
 //!
 //! While the API server is away nothing here changes the cache: the pods keep running.
 
 use super::agent::Uplink;
 use super::backoff;
+use super::mirror;
 use super::objects::{references, ObjectRef, ObjectWatches};
 use super::objects_projection::{meta_str, project, to_bytes};
 use super::pods_bound::{api_ips, Bound, Refusal};
@@ -181,6 +185,7 @@ impl PodSource {
                 }
                 self.forget(&name);
                 self.bound.remove(&name);
+                mirror::mark(&self.up, &name);
             }
         }
         let mut store = self.up.ctx.store.borrow_mut();
@@ -188,6 +193,7 @@ impl PodSource {
             store.mark_pod_dirty(&ns, &name);
         }
         drop(store);
+        mirror::listed(&self.up, &self.bound);
         self.sync_objects(false);
     }
 
@@ -208,6 +214,11 @@ impl PodSource {
             self.forget(&key);
             self.bound.remove(&key);
             return None;
+        }
+        if mirror::seen(&self.up, &self.bound, &key, obj) {
+            // One of this node's mirror pods: shown for a local pod, never run here.
+            self.forget(&key);
+            return Some(key);
         }
         let ips = api_ips(&obj["status"]);
         self.bound.update(&key, |k| k.api_ips = ips);
@@ -315,6 +326,9 @@ impl PodSource {
         }
         self.forget(&key);
         self.bound.remove(&key);
+        if known.mirror.is_some() {
+            mirror::mark(&self.up, &key);
+        }
         self.sync_objects(false);
     }
 
