@@ -357,3 +357,69 @@ fn firmware_pods_are_mirrored_orphans_deleted_and_a_restart_changes_nothing() {
     );
     n.kill_agent();
 }
+
+/// The uplink cut (the harness's relay): local pods change on the device meanwhile (a
+/// restart, a pod applied, a pod deleted); the relay restored, the mirrors catch up.
+#[test]
+fn mirrors_catch_up_after_the_uplink_was_cut() {
+    let kube = Kube::shared();
+    let c = Containerd::start();
+    let relay = kube.relay();
+    let name = "tl-mcut";
+    namespace(kube, NS);
+    kube.apply(
+        &json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}}).to_string(),
+    );
+    let id = relay.node_identity(name);
+    let n = Node::new(&c, name);
+    n.set_config("nodeName", json!(name));
+    n.set_config("apiServer", json!({"kubeconfig": id.kubeconfig}));
+    n.start_agent();
+    let spec = || json!({"containers": [sh("main", n.image(), "exec sleep 3600")]});
+    n.apply(&pod("keep", spec()));
+    n.apply(&pod("drop", spec()));
+    let (keep, drop, late) = (
+        format!("keep-{name}"),
+        format!("drop-{name}"),
+        format!("late-{name}"),
+    );
+    let kept = wait_api(kube, &n, &keep, "Running", is_running_ready);
+    let dropped = wait_api(kube, &n, &drop, "Running", is_running_ready);
+
+    relay.cut();
+    let local = n.wait_running("keep", START);
+    kill_container(&c, &container_id(&local, "main"));
+    n.wait_pod("keep", "restarted", START, |p| {
+        restarts(p, "main") == 1 && is_running_ready(p)
+    });
+    n.delete_pod("drop");
+    n.apply(&pod("late", spec()));
+    n.wait_running("late", START);
+    holds_for(
+        "the API hears nothing without the uplink",
+        Duration::from_secs(2),
+        || {
+            let k = api_pod(kube, &keep)?;
+            (restarts(&k, "main") != 0 || api_pod(kube, &late).is_some())
+                .then(|| "the API changed with the uplink cut".to_string())
+        },
+    );
+    assert!(api_pod(kube, &drop).is_some_and(|p| uid(&p) == uid(&dropped)));
+
+    relay.restore();
+    let back = Instant::now();
+    let shown = wait_api(kube, &n, &keep, "showing the restart", |p| {
+        restarts(p, "main") == 1 && is_running_ready(p)
+    });
+    assert_eq!(
+        uid(&shown),
+        uid(&kept),
+        "a restart is status: the mirror stays"
+    );
+    wait_api(kube, &n, &late, "Running", is_running_ready);
+    wait_for("the deleted pod's mirror is gone", START, || {
+        api_pod(kube, &drop).is_none().then_some(())
+    });
+    eprintln!("uplink back: mirrors current after {:?}", back.elapsed());
+    n.kill_agent();
+}
