@@ -59,6 +59,82 @@ fn kubectl_run_gets_api_server_defaults() {
     assert!(!json.contains("\"status\""), "{json}");
 }
 
+/// Pods as the v1.20 API server returns them (`kubectl get pod -o json` from the test
+/// control plane, `tests/common/kube.rs`): with BoundServiceAccountTokenVolume the
+/// ServiceAccount admission plugin adds the projected `kube-api-access-*` volume,
+/// without it v1.20's `default-token-*` secret volume.
+#[test]
+fn service_account_volumes_of_the_api_server_parse_and_validate() {
+    let Object::Pod(p) = good("kube-api-access-pod.json") else {
+        panic!("not a pod")
+    };
+    assert_eq!(p.spec.service_account_name, "default");
+    assert_eq!(
+        p.spec.service_account, "",
+        "the alias is folded into the name"
+    );
+    let v = &p.spec.volumes[0];
+    assert!(v.name.starts_with("kube-api-access-"), "{}", v.name);
+    let proj = v.projected.as_ref().unwrap();
+    assert_eq!(proj.default_mode, Some(0o644));
+    let [token, ca, ns] = &proj.sources[..] else {
+        panic!("{proj:?}")
+    };
+    let t = token.service_account_token.as_ref().unwrap();
+    assert_eq!(
+        (t.path.as_str(), t.expiration_seconds),
+        ("token", Some(3607))
+    );
+    assert_eq!(t.audience, "");
+    let cm = ca.config_map.as_ref().unwrap();
+    assert_eq!(cm.name, "kube-root-ca.crt");
+    assert_eq!(
+        (cm.items[0].key.as_str(), cm.items[0].path.as_str()),
+        ("ca.crt", "ca.crt")
+    );
+    let d = &ns.downward_api.as_ref().unwrap().items[0];
+    assert_eq!(d.path, "namespace");
+    assert_eq!(
+        d.field_ref.as_ref().unwrap().field_path,
+        "metadata.namespace"
+    );
+    let m = &p.spec.containers[0].volume_mounts[0];
+    assert_eq!(
+        m.mount_path,
+        "/var/run/secrets/kubernetes.io/serviceaccount"
+    );
+    assert!(m.read_only);
+
+    let Object::Pod(p) = good("default-token-pod.json") else {
+        panic!("not a pod")
+    };
+    let s = p.spec.volumes[0].secret.as_ref().unwrap();
+    assert!(s.secret_name.starts_with("default-token-"), "{s:?}");
+    assert_eq!(s.default_mode, Some(0o644));
+}
+
+/// The defaults of the new volume sources, as the API server's.
+#[test]
+fn projected_and_downward_api_defaults() {
+    let doc = r#"{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+        "spec": {"serviceAccount": "robot", "containers": [{"name": "a", "image": "x"}],
+        "volumes": [
+          {"name": "p", "projected": {"sources": [{"serviceAccountToken": {"path": "t"}},
+            {"downwardAPI": {"items": [{"path": "n", "fieldRef": {"fieldPath": "metadata.name"}}]}}]}},
+          {"name": "d", "downwardAPI": {"items": [{"path": "n", "fieldRef": {"fieldPath": "metadata.name"}}]}}]}}"#;
+    let p = parse_pod("defaults", doc.as_bytes()).unwrap();
+    assert_eq!(p.spec.service_account_name, "robot");
+    let proj = p.spec.volumes[0].projected.as_ref().unwrap();
+    assert_eq!(proj.default_mode, Some(0o644));
+    let t = proj.sources[0].service_account_token.as_ref().unwrap();
+    assert_eq!(t.expiration_seconds, Some(3600));
+    let f = &proj.sources[1].downward_api.as_ref().unwrap().items[0];
+    assert_eq!(f.field_ref.as_ref().unwrap().api_version, "v1");
+    let d = p.spec.volumes[1].downward_api.as_ref().unwrap();
+    assert_eq!(d.default_mode, Some(0o644));
+    assert_eq!(d.items[0].field_ref.as_ref().unwrap().api_version, "v1");
+}
+
 #[test]
 fn full_pod_keeps_every_field() {
     let path = dir("good").join("full-pod.json");

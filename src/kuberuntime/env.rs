@@ -7,6 +7,7 @@
 pub use super::expand::Env;
 use super::SyncError;
 use crate::model::container::{EnvVar, ResourceFieldSelector};
+use crate::model::projected::ServiceAccountTokenProjection;
 use crate::model::{ConfigMap, Container, Pod, Secret};
 
 /// Lookups of the objects a pod refers to (implemented by the store): `name` in the
@@ -15,6 +16,21 @@ use crate::model::{ConfigMap, Container, Pod, Secret};
 pub trait Objects {
     fn configmap(&self, pod: &Pod, name: &str) -> Option<ConfigMap>;
     fn secret(&self, pod: &Pod, name: &str) -> Option<Secret>;
+
+    /// The service-account token a projected `serviceAccountToken` source of `pod`
+    /// shows, or why there is none (the container waits with that message). Only the
+    /// cluster issues tokens (the uplink keeps them in the store's `cluster/tokens/`);
+    /// this default is a local pod's answer.
+    fn service_account_token(
+        &self,
+        pod: &Pod,
+        _source: &ServiceAccountTokenProjection,
+    ) -> Result<Vec<u8>, String> {
+        Err(format!(
+            "no token for service account {:?}: tokens come only from the cluster, and none is held for this pod",
+            pod.spec.service_account_name
+        ))
+    }
 }
 
 /// Runtime facts a `fieldRef` can ask for.
@@ -125,7 +141,7 @@ fn field_value(pod: &Pod, facts: &PodFacts, path: &str) -> Result<String, SyncEr
         "metadata.namespace" => m.namespace.clone(),
         "metadata.uid" => m.uid.clone(),
         "spec.nodeName" => facts.node_name.clone(),
-        "spec.serviceAccountName" => String::new(),
+        "spec.serviceAccountName" => pod.spec.service_account_name.clone(),
         "status.podIP" | "status.podIPs" => facts.pod_ip.clone(),
         "status.hostIP" | "status.hostIPs" => facts.host_ip.clone(),
         _ => {
@@ -143,7 +159,10 @@ fn field_value(pod: &Pod, facts: &PodFacts, path: &str) -> Result<String, SyncEr
 /// `limits.cpu`, `requests.memory`, ... of the container, divided by the divisor
 /// (default 1) and rounded up, as kubelet does. A missing limit reads as 0 here
 /// (kubelet would use the node's allocatable; a gateway has no such accounting).
-fn resource_value(c: &Container, r: &ResourceFieldSelector) -> Result<String, SyncError> {
+pub(super) fn resource_value(
+    c: &Container,
+    r: &ResourceFieldSelector,
+) -> Result<String, SyncError> {
     let (map, name) = match r.resource.split_once('.') {
         Some(("limits", n)) => (&c.resources.limits, n),
         Some(("requests", n)) => (&c.resources.requests, n),

@@ -15,6 +15,7 @@ mod json_path;
 pub mod meta;
 mod nulls;
 pub mod pod;
+pub mod projected;
 pub mod quantity;
 pub mod secret;
 mod serde_util;

@@ -6,6 +6,7 @@
 
 use super::container::{Container, SecurityProfile};
 use super::meta::ObjectMeta;
+use super::projected::{DownwardApiVolumeSource, ProjectedVolumeSource};
 use super::quantity::Quantity;
 use super::serde_util::is_false;
 use super::status::PodStatus;
@@ -58,6 +59,16 @@ pub struct PodSpec {
     pub hostname: String,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub subdomain: String,
+    /// The service account whose tokens projected `serviceAccountToken` sources hold.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub service_account_name: String,
+    /// The deprecated alias of `serviceAccountName`; moved there by the defaults.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub service_account: String,
+    /// Read and kept; the agent adds no volume itself (the cluster's ServiceAccount
+    /// admission plugin does).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub automount_service_account_token: Option<bool>,
 }
 
 /// What happens to a container that exits.
@@ -151,6 +162,10 @@ pub struct Volume {
     pub config_map: Option<ConfigMapVolumeSource>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub secret: Option<SecretVolumeSource>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub projected: Option<ProjectedVolumeSource>,
+    #[serde(rename = "downwardAPI", skip_serializing_if = "Option::is_none")]
+    pub downward_api: Option<DownwardApiVolumeSource>,
 }
 
 /// Scratch space living as long as the pod.

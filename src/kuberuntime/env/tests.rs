@@ -267,3 +267,21 @@ fn resource_field_refs_round_up() {
     );
     assert!(resource_value(&c, &r("bogus", None)).is_err());
 }
+
+#[test]
+fn service_account_name_and_a_local_pods_token() {
+    let mut p = pod();
+    p.spec.service_account_name = "robot".into();
+    assert_eq!(
+        field_value(&p, &facts(), "spec.serviceAccountName").unwrap(),
+        "robot"
+    );
+    // The default provider is a local pod's: no cluster, no token, and it says so.
+    let e = objects()
+        .service_account_token(&p, &Default::default())
+        .unwrap_err();
+    assert!(
+        e.starts_with("no token for service account \"robot\""),
+        "{e}"
+    );
+}

@@ -37,7 +37,7 @@ const FIELD_PATHS: [&str; 11] = [
 ];
 
 /// The `resourceFieldRef.resource` values.
-const RESOURCE_FIELDS: [&str; 6] = [
+pub(super) const RESOURCE_FIELDS: [&str; 6] = [
     "limits.cpu",
     "limits.memory",
     "limits.ephemeral-storage",
@@ -46,9 +46,14 @@ const RESOURCE_FIELDS: [&str; 6] = [
     "requests.ephemeral-storage",
 ];
 
-/// Whether kubelet resolves `fieldRef.fieldPath` `p`.
+/// Whether kubelet resolves `fieldRef.fieldPath` `p` in env.
 fn is_supported_field_path(p: &str) -> bool {
-    if FIELD_PATHS.contains(&p) {
+    is_field_path_in(p, &FIELD_PATHS)
+}
+
+/// Whether `p` is one of `paths` or a label or annotation by key (`metadata.labels['k']`).
+pub(super) fn is_field_path_in(p: &str, paths: &[&str]) -> bool {
+    if paths.contains(&p) {
         return true;
     }
     ["metadata.labels['", "metadata.annotations['"]

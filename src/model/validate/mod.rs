@@ -4,7 +4,8 @@
 //! is used to build a file path.
 //!
 //! One file per concern, each adding its checks to `Errors`: `metadata` (every
-//! object), `pod` (pod-level fields and volumes), `container` (each container),
+//! object), `pod` (pod-level fields and volumes), `projected` (projected and
+//! downwardAPI volumes), `container` (each container),
 //! `handlers` (probes and lifecycle hooks), `security` (seccomp and AppArmor),
 //! `configmap_secret` (their data); the syntax they share is in `names` and
 //! `paths`, pure functions tested at their edges. The messages are pinned by
@@ -20,6 +21,7 @@ mod metadata;
 mod names;
 mod paths;
 mod pod;
+mod projected;
 mod security;
 
 pub use names::{dns1123_label, dns1123_subdomain, is_label_value, is_qualified_name};

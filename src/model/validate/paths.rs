@@ -17,6 +17,18 @@ pub(super) fn relative_path(s: &str) -> Result<(), String> {
     }
 }
 
+/// A file path inside a volume the agent writes (`ValidateLocalNonReservedPath`): a
+/// [`relative_path`] that does not start with `..` either, a prefix kept for the
+/// agent's own entries (`..data`, the timestamped directories; see
+/// `kuberuntime::atomic_writer`).
+pub(super) fn volume_file_path(s: &str) -> Result<(), String> {
+    relative_path(s)?;
+    if s.starts_with("..") {
+        return Err(format!("must not start with '..', got {s:?}"));
+    }
+    Ok(())
+}
+
 /// The components of an absolute path as the runtime would clean it (`//`, `.`, `..`
 /// and a trailing `/` resolved lexically).
 pub(super) fn lexical(p: &str) -> Vec<&str> {
@@ -61,6 +73,21 @@ mod tests {
             relative_path("a\0b").unwrap_err(),
             "must not contain a NUL byte, got \"a\\0b\""
         );
+    }
+
+    #[test]
+    fn volume_file_path_edges() {
+        for good in ["a", "a/..b", ".a", "a.."] {
+            assert_eq!(volume_file_path(good), Ok(()), "{good:?}");
+        }
+        for bad in ["..data", "..2024_01_01", "...", "..a/b"] {
+            assert_eq!(
+                volume_file_path(bad).unwrap_err(),
+                format!("must not start with '..', got {bad:?}")
+            );
+        }
+        assert!(volume_file_path("../a").unwrap_err().contains("'..'"));
+        assert!(volume_file_path("/a").unwrap_err().contains("relative"));
     }
 
     #[test]

@@ -3,12 +3,13 @@
 //! the grace period and deadline, hostname and subdomain labels, pull-secret names,
 //! DNS policy and config, the pod security context (ids, profiles, sysctls), and the
 //! volumes: unique label names, exactly one source of those tinylet supports
-//! (emptyDir, hostPath, configMap, secret), absolute hostPaths without `..`, projected
-//! items with relative paths and file modes. Each container is checked in
-//! [`super::container`].
+//! (emptyDir, hostPath, configMap, secret, projected, downwardAPI), absolute hostPaths
+//! without `..`, configMap/secret items with relative paths (not starting with `..`)
+//! and file modes; projected and downwardAPI volumes in [`super::projected`]. Each
+//! container is checked in [`super::container`].
 
 use super::names::{config_key, dns1123_label, dns1123_subdomain, sysctl_name};
-use super::paths::{has_dotdot, relative_path};
+use super::paths::{has_dotdot, volume_file_path};
 use super::Errors;
 use crate::model::pod::{DnsPolicy, KeyToPath, PodSpec, Volume};
 use std::collections::{BTreeMap, BTreeSet};
@@ -21,7 +22,7 @@ impl Errors {
         if spec.containers.is_empty() {
             self.add("spec.containers", "at least one container is required");
         }
-        let volumes = self.volumes(&spec.volumes);
+        let volumes = self.volumes(spec);
         let mut names: BTreeMap<&str, String> = BTreeMap::new();
         let mut host_ports: BTreeMap<(i32, String, &str), String> = BTreeMap::new();
         let all = (spec
@@ -79,6 +80,10 @@ impl Errors {
         }
         if !spec.node_name.is_empty() {
             self.name("spec.nodeName", &spec.node_name, dns1123_subdomain);
+        }
+        if !spec.service_account_name.is_empty() {
+            let sa = &spec.service_account_name;
+            self.name("spec.serviceAccountName", sa, dns1123_subdomain);
         }
         for (i, r) in spec.image_pull_secrets.iter().enumerate() {
             let path = format!("spec.imagePullSecrets[{i}].name");
@@ -154,9 +159,9 @@ impl Errors {
     }
 
     /// Validates the volumes and returns their names.
-    fn volumes<'a>(&mut self, volumes: &'a [Volume]) -> BTreeSet<&'a str> {
+    fn volumes<'a>(&mut self, spec: &'a PodSpec) -> BTreeSet<&'a str> {
         let mut names = BTreeSet::new();
-        for (i, v) in volumes.iter().enumerate() {
+        for (i, v) in spec.volumes.iter().enumerate() {
             let path = format!("spec.volumes[{i}]");
             self.name(&format!("{path}.name"), &v.name, dns1123_label);
             if !names.insert(v.name.as_str()) && !v.name.is_empty() {
@@ -165,20 +170,32 @@ impl Errors {
                     format_args!("duplicate volume name {:?}", v.name),
                 );
             }
-            self.volume_source(&path, v);
+            self.volume_source(&path, v, spec);
         }
         names
     }
 
     /// One volume: exactly one of the sources tinylet supports, each checked.
-    fn volume_source(&mut self, path: &str, v: &Volume) {
+    fn volume_source(&mut self, path: &str, v: &Volume, spec: &PodSpec) {
         let set = [
             ("emptyDir", v.empty_dir.is_some()),
             ("hostPath", v.host_path.is_some()),
             ("configMap", v.config_map.is_some()),
             ("secret", v.secret.is_some()),
+            ("projected", v.projected.is_some()),
+            ("downwardAPI", v.downward_api.is_some()),
         ];
-        self.exactly_one(path, "emptyDir, hostPath, configMap, secret", &set);
+        self.exactly_one(
+            path,
+            "emptyDir, hostPath, configMap, secret, projected, downwardAPI",
+            &set,
+        );
+        if let Some(p) = &v.projected {
+            self.projected(&format!("{path}.projected"), p, spec);
+        }
+        if let Some(d) = &v.downward_api {
+            self.downward_api(&format!("{path}.downwardAPI"), d, spec);
+        }
         if let Some(e) = &v.empty_dir {
             if let Some(q) = e.size_limit.as_ref().filter(|q| q.nanos() < 0) {
                 self.add(
@@ -222,7 +239,7 @@ impl Errors {
         for (i, it) in items.iter().enumerate() {
             let p = format!("{path}.items[{i}]");
             self.name(&format!("{p}.key"), &it.key, config_key);
-            self.name(&format!("{p}.path"), &it.path, relative_path);
+            self.name(&format!("{p}.path"), &it.path, volume_file_path);
             if !seen.insert(&it.path) {
                 self.add(
                     format_args!("{p}.path"),
@@ -234,7 +251,7 @@ impl Errors {
     }
 
     /// A file mode, when set: 0-0777.
-    fn mode(&mut self, path: impl Display, mode: Option<i32>) {
+    pub(super) fn mode(&mut self, path: impl Display, mode: Option<i32>) {
         if let Some(m) = mode.filter(|m| !(0..=0o777).contains(m)) {
             self.add(
                 path,
