@@ -287,6 +287,7 @@ fn status_changes_and_terminations_are_a_set_to_drain() {
 /// What the mirror pods are made from: the agent's read of the local pods tells the
 /// uplink which were added, changed or removed (a digest each); a damaged file is no
 /// change, and cluster pods are not local pods.
+#[cfg(feature = "uplink")]
 #[test]
 fn local_pod_changes_are_told_with_a_digest_each() {
     let s = Scratch::new("local");

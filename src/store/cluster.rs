@@ -14,15 +14,13 @@
 //! reads it, `tinylet delete` refuses to touch it (the cluster owns these objects).
 
 use super::atomic;
-use super::digest::{fnv1a128, pod_digest};
+use super::digest::fnv1a128;
 use super::error::{IoContext, StoreError};
 use super::layout::{self, Kind};
-use super::notify::PodName;
-use super::state_files::{self, Access, Damaged};
-use super::{Entry, Store};
+use super::state_files::{self, Access};
+use super::Store;
 use crate::model::pod::Source;
 use crate::model::{ConfigMap, Object, Secret};
-use std::collections::BTreeMap;
 
 impl Store {
     /// Stores `bytes` (a projection the caller parsed and validated) as the cluster
@@ -162,37 +160,6 @@ impl Store {
     /// (as last seen by the agent's look at the desired pods).
     pub fn cluster_pod_shadowed(&self, ns: &str, name: &str) -> bool {
         self.notify.is_shadowed(ns, name)
-    }
-
-    /// Tells [`super::notify`] the local pods the agent just read (a digest of each),
-    /// when someone listens; `damaged` state files keep their pod's last digest.
-    pub(super) fn note_local_pods(&mut self, local: &[Entry], damaged: &[Damaged]) {
-        if !self.notify.is_subscribed() {
-            return;
-        }
-        let now = local
-            .iter()
-            .filter_map(|e| match &e.object {
-                Object::Pod(p) => {
-                    let m = &p.metadata;
-                    Some(((m.namespace.clone(), m.name.clone()), pod_digest(p)))
-                }
-                _ => None,
-            })
-            .collect();
-        let damaged: Vec<PodName> = damaged
-            .iter()
-            .filter_map(|d| layout::parse_file_name(&d.file))
-            .map(|(ns, name)| (ns.to_string(), name.to_string()))
-            .collect();
-        self.notify.set_local(now, &damaged);
-    }
-
-    /// The local pods as the agent last read them, each with a digest of its content
-    /// (changes when the pod does); `None` before the agent's first read, or when
-    /// nobody subscribed to [`Store::subscribe_status`].
-    pub fn local_pod_digests(&self) -> Option<&BTreeMap<PodName, u128>> {
-        self.notify.local()
     }
 
     /// The directories of the cluster tree, created when missing (the secrets'

@@ -3,8 +3,6 @@
 //! the remembered content of status files). Not cryptographic: nothing here defends
 //! against an adversary choosing colliding inputs, and nothing needs to.
 
-use crate::model::Pod;
-
 const OFFSET: u128 = 0x6c62272e07bb014262b821756295c58d;
 const PRIME: u128 = 0x0000000001000000000000000000013b;
 
@@ -13,12 +11,6 @@ pub fn fnv1a128(bytes: &[u8]) -> u128 {
     bytes
         .iter()
         .fold(OFFSET, |h, b| (h ^ u128::from(*b)).wrapping_mul(PRIME))
-}
-
-/// The digest of a pod as JSON (fields in declaration order, maps sorted): the same pod
-/// gives the same digest on every read, a pod changed in any way another one.
-pub fn pod_digest(pod: &Pod) -> u128 {
-    fnv1a128(&serde_json::to_vec(pod).unwrap_or_default())
 }
 
 #[cfg(test)]

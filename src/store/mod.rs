@@ -64,6 +64,8 @@ pub mod digest;
 mod error;
 pub mod firmware;
 pub mod layout;
+#[cfg(feature = "uplink")]
+pub mod local_pods;
 pub mod notify;
 mod quarantine;
 mod state_files;
@@ -358,6 +360,7 @@ impl Store {
     pub fn desired_pods_keeping_damaged(&mut self) -> DesiredPods {
         let (state, damaged) = self.pod_files(&self.layout.clone());
         let local = self.effective(Kind::Pod, state, &damaged);
+        #[cfg(feature = "uplink")]
         self.note_local_pods(&local, &damaged);
         let (cluster, cluster_damaged) = self.pod_files(&self.cluster.clone());
         let cluster = cluster
@@ -559,7 +562,8 @@ impl Store {
 
     /// Starts telling the caller (the uplink) about status changes: the receiver is
     /// woken whenever a pod's status file was written or removed, a cluster pod
-    /// finished terminating, or the agent read a local pod added, changed or removed; [`Store::take_dirty_pods`] says which pods (see [`notify`]).
+    /// finished terminating, or the agent read a local pod added, changed or removed;
+    /// [`Store::take_dirty_pods`] says which pods (see [`notify`]).
     pub fn subscribe_status(&mut self) -> smol::channel::Receiver<()> {
         self.notify.subscribe()
     }

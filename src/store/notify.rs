@@ -11,7 +11,9 @@
 //! number of changes between two looks cost one wake-up.
 
 use smol::channel::{Receiver, Sender};
-use std::collections::{BTreeMap, BTreeSet};
+#[cfg(feature = "uplink")]
+use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 
 /// A pod by namespace and name (status files are per name, whatever the source).
 pub type PodName = (String, String);
@@ -26,6 +28,7 @@ pub struct Notify {
     shadowed: BTreeSet<PodName>,
     /// The local pods as the agent last read them, by digest of their content; `None`
     /// before the first read.
+    #[cfg(feature = "uplink")]
     local: Option<BTreeMap<PodName, u128>>,
 }
 
@@ -77,7 +80,11 @@ impl Notify {
     pub fn is_shadowed(&self, ns: &str, name: &str) -> bool {
         self.shadowed.contains(&(ns.to_string(), name.to_string()))
     }
+}
 
+/// The local pods' digests ([`super::local_pods`]).
+#[cfg(feature = "uplink")]
+impl Notify {
     /// Whether anyone listens (else [`Notify::set_local`]'s digests need not be made).
     pub fn is_subscribed(&self) -> bool {
         self.wake.is_some()
@@ -169,6 +176,7 @@ mod tests {
         assert_eq!(n.take(), BTreeSet::from([name("a"), name("b")]));
     }
 
+    #[cfg(feature = "uplink")]
     #[test]
     fn local_pods_added_changed_or_removed_are_marked_damaged_ones_kept() {
         let mut n = Notify::default();

@@ -27,7 +27,7 @@ use super::status::{self, Outcome};
 use super::status_patch::status_patch;
 use super::{resource_path, DeleteOptions, Preconditions};
 use crate::model::Object;
-use crate::store::digest::pod_digest;
+use crate::store::local_pods::pod_digest;
 use crate::store::notify::PodName;
 use crate::store::{Entry, Kind};
 use serde_json::Value;

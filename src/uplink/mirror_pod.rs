@@ -13,9 +13,9 @@
 //!
 //! The API server refuses a mirror pod that references other API objects
 //! (NodeRestriction and the ServiceAccount admission): configMaps and secrets (volumes,
-//! `env` valueFrom, `envFrom`, `imagePullSecrets`), persistentVolumeClaims and service
-//! accounts. The model has no PVC volume and keeps no `serviceAccountName`, so only the
-//! first two can occur ([`refusal`]).
+//! projected sources, `env` valueFrom, `envFrom`, `imagePullSecrets`), a service account
+//! (`serviceAccountName`, or a projected `serviceAccountToken`) and
+//! persistentVolumeClaims. The model has no PVC volume, so [`refusal`] checks the rest.
 
 use super::objects::references;
 use crate::model::Pod;
@@ -52,11 +52,37 @@ pub fn mirror_hash(obj: &Value) -> Option<&str> {
 
 /// Why the API server would refuse a mirror of `pod`, when it would.
 pub fn refusal(pod: &Pod) -> Option<String> {
-    let first = references(pod).into_iter().next()?;
+    let first = references(pod)
+        .into_iter()
+        .next()
+        .map(|r| r.to_string())
+        .or_else(|| projected_reference(pod))?;
     Some(format!(
         "it references {first}, and the API server accepts no mirror pod that references \
          configmaps, secrets, persistentvolumeclaims or service accounts (NodeRestriction)"
     ))
+}
+
+/// The first API object a projected volume or the service account fields name.
+fn projected_reference(pod: &Pod) -> Option<String> {
+    let ns = &pod.metadata.namespace;
+    let sources = pod
+        .spec
+        .volumes
+        .iter()
+        .filter_map(|v| Some((&v.name, v.projected.as_ref()?)))
+        .flat_map(|(v, p)| p.sources.iter().map(move |s| (v, s)));
+    for (volume, s) in sources {
+        let named = match (&s.config_map, &s.secret, &s.service_account_token) {
+            (Some(c), _, _) => format!("configmap {ns}/{}", c.name),
+            (_, Some(c), _) => format!("secret {ns}/{}", c.name),
+            (_, _, Some(_)) => "a service account token".to_string(),
+            _ => continue,
+        };
+        return Some(format!("{named} (projected volume {volume})"));
+    }
+    let sa = &pod.spec.service_account_name;
+    (!sa.is_empty()).then(|| format!("service account {ns}/{sa}"))
 }
 
 /// The mirror pod of `pod` (hash `hash`) on node `node` whose Node has uid `node_uid`.
@@ -169,5 +195,32 @@ mod tests {
         assert!(why.contains("secret d/creds"), "{why}");
         let pull = json!({"containers": [busybox()], "imagePullSecrets": [{"name": "reg"}]});
         assert!(refusal(&pod(pull)).is_some());
+    }
+
+    #[test]
+    fn projected_sources_and_service_accounts_refuse_the_mirror() {
+        let projected = |source: Value| {
+            json!({"containers": [busybox()], "volumes": [{"name": "p",
+                "projected": {"sources": [{"downwardAPI": {"items": [
+                    {"path": "ns", "fieldRef": {"fieldPath": "metadata.namespace"}}]}},
+                    source]}}]})
+        };
+        let why = refusal(&pod(projected(json!({"configMap": {"name": "ca"}})))).unwrap();
+        assert!(why.contains("configmap d/ca (projected volume p)"), "{why}");
+        let why = refusal(&pod(projected(json!({"secret": {"name": "s"}})))).unwrap();
+        assert!(why.contains("secret d/s (projected volume p)"), "{why}");
+        let token = json!({"serviceAccountToken": {"path": "token"}});
+        let why = refusal(&pod(projected(token))).unwrap();
+        assert!(why.contains("a service account token"), "{why}");
+        let down = json!({"downwardAPI": {"items": [
+            {"path": "n", "fieldRef": {"fieldPath": "metadata.name"}}]}});
+        assert_eq!(
+            refusal(&pod(projected(down))),
+            None,
+            "downwardAPI is no object"
+        );
+        let sa = json!({"containers": [busybox()], "serviceAccountName": "robot"});
+        let why = refusal(&pod(sa)).unwrap();
+        assert!(why.contains("service account d/robot"), "{why}");
     }
 }
