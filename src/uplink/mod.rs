@@ -21,6 +21,7 @@ pub mod error;
 pub mod files;
 pub mod identity;
 pub mod kubeconfig;
+pub mod node;
 pub mod query;
 mod resolve;
 pub mod tls;
