@@ -137,6 +137,15 @@ impl ApiClient {
         &self.options
     }
 
+    /// Waits until the connection is up (making it if needed, within the request
+    /// deadline); sends nothing. For a request whose body says when it was made (a
+    /// lease renewal): made after this, it is not stale from waiting for the link.
+    pub async fn connected(&self) -> Result<(), ApiError> {
+        let deadline = Instant::now() + self.options.timeout;
+        self.with_deadline(async { self.conn.sender(deadline).await.map(|_| ()) })
+            .await
+    }
+
     /// GET an object (`path` from [`super::query::resource_path`]).
     pub async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, ApiError> {
         decode(self.send(Method::GET, path.to_string(), None).await?)
@@ -289,6 +298,7 @@ impl ApiClient {
             let sent = async {
                 let mut sender = sender.ready().await?;
                 let (response, mut stream) = sender.send_request(head, body.is_none())?;
+                self.conn.counters().request();
                 if let Some((_, data)) = &body {
                     stream.send_data(data.clone(), true)?;
                 }

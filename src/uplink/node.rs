@@ -11,9 +11,10 @@
 //!
 //! When the API server is away both fail softly and try again ([`retry`]); the pods run
 //! on from the store meanwhile. Once a renewal works again after failures, the lease
-//! task wakes the status task, which sends the status at once: the node lifecycle
-//! controller may have marked the Node `Unknown` meanwhile, and only a status update
-//! makes it Ready again. A Node deleted in the API is registered again.
+//! task wakes the status task, which reads the Node's conditions and sends the status at
+//! once: the node lifecycle controller may have marked the Node `Unknown` meanwhile, and
+//! only a status update makes it Ready again (with a new transition time, as kubelet
+//! would write it). A Node deleted in the API is registered again.
 
 pub mod lease;
 pub mod machine;
@@ -92,7 +93,11 @@ pub async fn send_status(
 ) -> Result<(), ApiError> {
     let path = resource_path("v1", None, "nodes", Some(name), Some("status"));
     client
-        .patch::<_, IgnoredAny>(&path, PatchType::StrategicMerge, &status_patch(status, labels))
+        .patch::<_, IgnoredAny>(
+            &path,
+            PatchType::StrategicMerge,
+            &status_patch(status, labels),
+        )
         .await
         .map(|_| ())
 }
@@ -128,7 +133,11 @@ impl StatusTask {
         loop {
             let status = self.observe().await;
             let node = register::new_node(&self.machine, &self.api, &status);
-            let created = self.up.client.create::<_, ExistingNode>(&nodes, &node).await;
+            let created = self
+                .up
+                .client
+                .create::<_, ExistingNode>(&nodes, &node)
+                .await;
             let err = match created {
                 Ok(n) => {
                     log::info!("node {name}: registered with the API server");
@@ -137,18 +146,21 @@ impl StatusTask {
                     self.retry.succeeded();
                     return;
                 }
-                Err(e) if e.is_conflict() => match self.up.client.get::<ExistingNode>(&path).await {
-                    Ok(n) => {
-                        log::info!("node {name}: registered before; reconciling it");
-                        *self.node_uid.borrow_mut() = n.metadata.uid;
-                        self.label_fixes = register::label_fixes(&self.machine, &n.metadata.labels);
-                        self.priors = n.status.conditions;
-                        self.sent = None;
-                        self.retry.succeeded();
-                        return;
+                Err(e) if e.is_conflict() => {
+                    match self.up.client.get::<ExistingNode>(&path).await {
+                        Ok(n) => {
+                            log::info!("node {name}: registered before; reconciling it");
+                            *self.node_uid.borrow_mut() = n.metadata.uid;
+                            self.label_fixes =
+                                register::label_fixes(&self.machine, &n.metadata.labels);
+                            self.priors = n.status.conditions;
+                            self.sent = None;
+                            self.retry.succeeded();
+                            return;
+                        }
+                        Err(e) => e,
                     }
-                    Err(e) => e,
-                },
+                }
                 Err(e) => e,
             };
             Timer::after(self.retry.failed(&err)).await;
@@ -159,6 +171,9 @@ impl StatusTask {
     async fn run(&mut self) -> ! {
         let every = self.api.node_status_update_frequency;
         loop {
+            if self.force {
+                self.refresh_priors().await;
+            }
             let status = self.observe().await;
             let due = match &self.sent {
                 None => true,
@@ -190,6 +205,17 @@ impl StatusTask {
             if self.pause(pause).await {
                 self.force = true;
             }
+        }
+    }
+
+    /// Takes the conditions from the Node in the API as priors: after an outage the
+    /// node controller may have set them Unknown, and coming back from Unknown is a
+    /// transition (kubelet, which reads its Node before every update, sees it too).
+    async fn refresh_priors(&mut self) {
+        let path = resource_path("v1", None, "nodes", Some(&self.up.node_name), None);
+        match self.up.client.get::<ExistingNode>(&path).await {
+            Ok(n) => self.priors = n.status.conditions,
+            Err(e) => log::debug!("node status: reading the Node: {e}"),
         }
     }
 
@@ -253,8 +279,9 @@ impl StatusTask {
     }
 }
 
-/// Renews the Lease every quarter of its duration, forever; wakes the status task when
-/// a renewal works again after failures.
+/// Renews the Lease every quarter of its duration, forever. Each renewal is made once
+/// the link is up, so its time is that of sending. After failures, or a renewal that
+/// came late (the link was down between two), the status task is woken.
 async fn renew_lease(
     up: Rc<Uplink>,
     duration_seconds: u32,
@@ -262,16 +289,25 @@ async fn renew_lease(
     wake: Sender<()>,
 ) {
     let mut lease = Lease::new(&up.node_name, duration_seconds);
+    let interval = lease.renew_interval();
     let mut retry = Retry::new("node lease");
+    let mut last_renewed = Instant::now();
     loop {
-        let uid = node_uid.borrow().clone();
-        match lease.renew(&up.client, &uid, SystemTime::now()).await {
+        let renewed = match up.client.connected().await {
             Ok(()) => {
-                if retry.failures() > 0 {
+                let uid = node_uid.borrow().clone();
+                lease.renew(&up.client, &uid, SystemTime::now()).await
+            }
+            Err(e) => Err(e),
+        };
+        match renewed {
+            Ok(()) => {
+                if retry.failures() > 0 || last_renewed.elapsed() > interval * 2 {
                     let _ = wake.try_send(());
                 }
                 retry.succeeded();
-                Timer::after(lease.renew_interval()).await;
+                last_renewed = Instant::now();
+                Timer::after(interval).await;
             }
             Err(e) => {
                 Timer::after(retry.failed(&e)).await;

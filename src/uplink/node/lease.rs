@@ -192,7 +192,10 @@ mod tests {
     fn lease_shape() {
         let l = Lease::new("gw1", 40);
         assert_eq!(l.renew_interval(), Duration::from_secs(10));
-        assert_eq!(Lease::new("gw1", 10).renew_interval(), Duration::from_millis(2500));
+        assert_eq!(
+            Lease::new("gw1", 10).renew_interval(),
+            Duration::from_millis(2500)
+        );
         assert_eq!(
             l.path,
             "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/gw1"

@@ -134,10 +134,7 @@ mod tests {
             pretty_name("PRETTY_NAME='OpenWrt 23.05.2'").as_deref(),
             Some("OpenWrt 23.05.2")
         );
-        assert_eq!(
-            pretty_name("PRETTY_NAME=Plain").as_deref(),
-            Some("Plain")
-        );
+        assert_eq!(pretty_name("PRETTY_NAME=Plain").as_deref(), Some("Plain"));
         assert_eq!(pretty_name("NAME=x"), None);
         assert_eq!(pretty_name("PRETTY_NAME=\"\""), None);
     }

@@ -76,11 +76,7 @@ pub fn default_labels(m: &Machine) -> BTreeMap<String, String> {
 }
 
 /// The Node this agent registers.
-pub fn new_node<'a>(
-    m: &Machine,
-    api: &'a ApiServerConfig,
-    status: &'a NodeStatus,
-) -> NewNode<'a> {
+pub fn new_node<'a>(m: &Machine, api: &'a ApiServerConfig, status: &'a NodeStatus) -> NewNode<'a> {
     let mut labels = default_labels(m);
     for (k, v) in &api.node_labels {
         if let Some(old) = labels.insert(k.clone(), v.clone()) {
@@ -131,7 +127,10 @@ mod tests {
         let api = ApiServerConfig {
             node_labels: [
                 ("example.com/site".to_string(), "north".to_string()),
-                ("kubernetes.io/hostname".to_string(), "gateway-1".to_string()),
+                (
+                    "kubernetes.io/hostname".to_string(),
+                    "gateway-1".to_string(),
+                ),
             ]
             .into(),
             register_with_taints: vec![Taint {

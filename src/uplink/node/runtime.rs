@@ -49,7 +49,10 @@ impl RuntimeHealth {
             self.runtime_error = None;
             self.last_sync = Some(now);
         } else {
-            self.runtime_error = Some(format!("Container runtime not ready: {}", describe(runtime)));
+            self.runtime_error = Some(format!(
+                "Container runtime not ready: {}",
+                describe(runtime)
+            ));
         }
     }
 
@@ -136,8 +139,10 @@ mod tests {
         h.observe(Some(&status(true, false)), t1);
         assert_eq!(
             h.errors(t1),
-            ["runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady \
-              message:Network plugin returns error: cni plugin not initialized"]
+            [
+                "runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady \
+              message:Network plugin returns error: cni plugin not initialized"
+            ]
         );
         // The runtime says it is not ready: the last good answer ages meanwhile.
         h.observe(Some(&status(false, true)), t1 + Duration::from_secs(1));
