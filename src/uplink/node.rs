@@ -10,9 +10,9 @@
 //! - The lease task renews `kube-node-lease/NAME` every leaseDuration/4 ([`lease`]).
 //!
 //! When the API server is away both fail softly and try again ([`retry`]); the pods run
-//! on from the store meanwhile. Once a renewal works again after failures, the lease
-//! task wakes the status task, which reads the Node's conditions and sends the status at
-//! once: the node lifecycle controller may have marked the Node `Unknown` meanwhile, and
+//! on from the store meanwhile. Once a renewal works again after failures (or came late:
+//! a renewal waits for the link to be up), the lease task wakes the status task, which
+//! reads the Node's conditions and sends the status at once: the node lifecycle controller may have marked the Node `Unknown` meanwhile, and
 //! only a status update makes it Ready again (with a new transition time, as kubelet
 //! would write it). A Node deleted in the API is registered again.
 
@@ -33,7 +33,6 @@ use machine::Machine;
 use register::ExistingNode;
 use retry::Retry;
 use runtime::RuntimeHealth;
-use serde::de::IgnoredAny;
 use serde_json::{json, Value};
 use smol::channel::{Receiver, Sender};
 use status::{NodeStatus, Observed, PriorCondition};
@@ -84,7 +83,7 @@ pub fn status_patch(status: &NodeStatus, labels: &BTreeMap<String, String>) -> V
     body
 }
 
-/// Sends a status (and label fixes) for node `name`.
+/// Sends a status (and label fixes) for node `name`; the answer (the Node) is not read.
 pub async fn send_status(
     client: &ApiClient,
     name: &str,
@@ -92,14 +91,10 @@ pub async fn send_status(
     labels: &BTreeMap<String, String>,
 ) -> Result<(), ApiError> {
     let path = resource_path("v1", None, "nodes", Some(name), Some("status"));
+    let body = status_patch(status, labels);
     client
-        .patch::<_, IgnoredAny>(
-            &path,
-            PatchType::StrategicMerge,
-            &status_patch(status, labels),
-        )
+        .patch_ack(&path, PatchType::StrategicMerge, &body)
         .await
-        .map(|_| ())
 }
 
 struct StatusTask {
@@ -120,7 +115,7 @@ struct StatusTask {
     /// Send the next status even if unchanged.
     force: bool,
     retry: Retry,
-    /// Woken by the lease task when the API server answers again after failures.
+    /// Woken by the lease task when the API server answers again after an outage.
     wake: Receiver<()>,
 }
 
@@ -133,34 +128,28 @@ impl StatusTask {
         loop {
             let status = self.observe().await;
             let node = register::new_node(&self.machine, &self.api, &status);
-            let created = self
-                .up
-                .client
-                .create::<_, ExistingNode>(&nodes, &node)
-                .await;
+            let created = self.up.client.create::<_, Value>(&nodes, &node).await;
             let err = match created {
                 Ok(n) => {
                     log::info!("node {name}: registered with the API server");
-                    *self.node_uid.borrow_mut() = n.metadata.uid;
+                    *self.node_uid.borrow_mut() = ExistingNode::from_json(&n).uid;
                     self.sent = Some((status, Instant::now()));
                     self.retry.succeeded();
                     return;
                 }
-                Err(e) if e.is_conflict() => {
-                    match self.up.client.get::<ExistingNode>(&path).await {
-                        Ok(n) => {
-                            log::info!("node {name}: registered before; reconciling it");
-                            *self.node_uid.borrow_mut() = n.metadata.uid;
-                            self.label_fixes =
-                                register::label_fixes(&self.machine, &n.metadata.labels);
-                            self.priors = n.status.conditions;
-                            self.sent = None;
-                            self.retry.succeeded();
-                            return;
-                        }
-                        Err(e) => e,
+                Err(e) if e.is_conflict() => match self.up.client.get::<Value>(&path).await {
+                    Ok(n) => {
+                        log::info!("node {name}: registered before; reconciling it");
+                        let n = ExistingNode::from_json(&n);
+                        *self.node_uid.borrow_mut() = n.uid;
+                        self.label_fixes = register::label_fixes(&self.machine, &n.labels);
+                        self.priors = n.conditions;
+                        self.sent = None;
+                        self.retry.succeeded();
+                        return;
                     }
-                }
+                    Err(e) => e,
+                },
                 Err(e) => e,
             };
             Timer::after(self.retry.failed(&err)).await;
@@ -213,8 +202,8 @@ impl StatusTask {
     /// transition (kubelet, which reads its Node before every update, sees it too).
     async fn refresh_priors(&mut self) {
         let path = resource_path("v1", None, "nodes", Some(&self.up.node_name), None);
-        match self.up.client.get::<ExistingNode>(&path).await {
-            Ok(n) => self.priors = n.status.conditions,
+        match self.up.client.get::<Value>(&path).await {
+            Ok(n) => self.priors = status::priors_from_json(&n["status"]["conditions"]),
             Err(e) => log::debug!("node status: reading the Node: {e}"),
         }
     }

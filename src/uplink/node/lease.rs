@@ -7,10 +7,11 @@
 //! conflict). Here a renewal is a JSON merge patch of the spec (holder, duration, renew
 //! time), which has no version to conflict on and is a fifth of the bytes; only this
 //! node may write this Lease (Node authorizer), so there is no writer to race. The
-//! answer is the whole Lease; its `managedFields` (which manager set which field:
-//! bookkeeping for server-side apply, which no one uses on node leases) would be half of
-//! it, so every renewal also resets them (`managedFields: [{}]`, the API's documented
-//! way to clear them), and the answer comes back without them.
+//! answer is the whole Lease, which is not needed: it is asked for in protobuf (half the
+//! bytes of JSON) and dropped. Its `managedFields` (which manager set which field:
+//! bookkeeping for server-side apply, which no one uses on node leases) would still be
+//! half of it, so every renewal also resets them (`managedFields: [{}]`, the API's
+//! documented way to clear them), and the answer comes back without them.
 //!
 //! Getting there: the Lease is read first; missing, it is created with an owner
 //! reference to the Node as kubelet sets it (so it goes away with the Node); if another
@@ -19,8 +20,6 @@
 
 use crate::model::time::format_rfc3339;
 use crate::uplink::{resource_path, ApiClient, ApiError, PatchType};
-use serde::de::IgnoredAny;
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::time::{Duration, SystemTime};
 
@@ -35,29 +34,6 @@ pub struct Lease {
     path: String,
     /// The Lease exists and carries our owner reference (as far as we know).
     settled: bool,
-}
-
-/// The part of a Lease read back.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct Read {
-    metadata: ReadMeta,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-struct ReadMeta {
-    owner_references: Vec<OwnerRef>,
-}
-
-/// An owner reference as kubelet sets it on its Lease.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-pub struct OwnerRef {
-    pub api_version: String,
-    pub kind: String,
-    pub name: String,
-    pub uid: String,
 }
 
 impl Lease {
@@ -95,9 +71,10 @@ impl Lease {
         let owner = self.owner(node_uid);
         // Read it; create it when missing; read again when someone created it meanwhile.
         for _ in 0..2 {
-            match client.get::<Read>(&self.path).await {
+            match client.get::<Value>(&self.path).await {
                 Ok(found) => {
-                    let fix = !found.metadata.owner_references.contains(&owner);
+                    let refs = found["metadata"]["ownerReferences"].as_array();
+                    let fix = !refs.is_some_and(|r| r.contains(&owner));
                     self.patch(client, fix.then_some(&owner), now).await?;
                     self.settled = true;
                     return Ok(());
@@ -107,7 +84,7 @@ impl Lease {
             }
             let collection = resource_path(API, Some(NAMESPACE), "leases", None, None);
             match client
-                .create::<_, IgnoredAny>(&collection, &self.object(&owner, now))
+                .create::<_, Value>(&collection, &self.object(&owner, now))
                 .await
             {
                 Ok(_) => {
@@ -125,13 +102,9 @@ impl Lease {
         )))
     }
 
-    fn owner(&self, node_uid: &str) -> OwnerRef {
-        OwnerRef {
-            api_version: "v1".into(),
-            kind: "Node".into(),
-            name: self.name.clone(),
-            uid: node_uid.into(),
-        }
+    /// The owner reference kubelet sets: the Node, by name and uid.
+    fn owner(&self, node_uid: &str) -> Value {
+        json!({"apiVersion": "v1", "kind": "Node", "name": self.name, "uid": node_uid})
     }
 
     fn spec(&self, now: SystemTime) -> Value {
@@ -143,7 +116,7 @@ impl Lease {
     }
 
     /// A new Lease, as kubelet makes it.
-    fn object(&self, owner: &OwnerRef, now: SystemTime) -> Value {
+    fn object(&self, owner: &Value, now: SystemTime) -> Value {
         json!({
             "apiVersion": API,
             "kind": "Lease",
@@ -157,7 +130,7 @@ impl Lease {
     async fn patch(
         &self,
         client: &ApiClient,
-        owner: Option<&OwnerRef>,
+        owner: Option<&Value>,
         now: SystemTime,
     ) -> Result<(), ApiError> {
         let mut metadata = json!({"managedFields": [{}]});
@@ -165,10 +138,7 @@ impl Lease {
             metadata["ownerReferences"] = json!([o]);
         }
         let body = json!({"metadata": metadata, "spec": self.spec(now)});
-        client
-            .patch::<_, IgnoredAny>(&self.path, PatchType::Merge, &body)
-            .await
-            .map(|_| ())
+        client.patch_ack(&self.path, PatchType::Merge, &body).await
     }
 }
 

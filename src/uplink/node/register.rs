@@ -10,54 +10,33 @@
 //! kubelet's stub device manager, it leaves them alone.
 
 use super::machine::Machine;
-use super::status::{NodeStatus, PriorCondition};
-use crate::config::{ApiServerConfig, Taint};
+use super::status::{self, NodeStatus, PriorCondition};
+use crate::config::ApiServerConfig;
 use crate::uplink::client::go_arch;
-use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
-/// The Node to create.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct NewNode<'a> {
-    api_version: &'static str,
-    kind: &'static str,
-    metadata: NewMeta,
-    spec: NewSpec<'a>,
-    status: &'a NodeStatus,
-}
-
-#[derive(Debug, Serialize)]
-struct NewMeta {
-    name: String,
-    labels: BTreeMap<String, String>,
-}
-
-#[derive(Debug, Serialize)]
-struct NewSpec<'a> {
-    #[serde(skip_serializing_if = "<[Taint]>::is_empty")]
-    taints: &'a [Taint],
-}
-
-/// What is read back of an existing Node.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+/// What registration needs of an existing Node.
+#[derive(Debug, Default)]
 pub struct ExistingNode {
-    pub metadata: ExistingMeta,
-    pub status: ExistingStatus,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-pub struct ExistingMeta {
     pub uid: String,
     pub labels: BTreeMap<String, String>,
+    pub conditions: Vec<PriorCondition>,
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-pub struct ExistingStatus {
-    pub conditions: Vec<PriorCondition>,
+impl ExistingNode {
+    /// Picks it out of the Node's JSON (missing fields are empty).
+    pub fn from_json(v: &Value) -> ExistingNode {
+        let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+        let labels = v["metadata"]["labels"].as_object();
+        ExistingNode {
+            uid: text(&v["metadata"]["uid"]),
+            labels: labels
+                .map(|m| m.iter().map(|(k, v)| (k.clone(), text(v))).collect())
+                .unwrap_or_default(),
+            conditions: status::priors_from_json(&v["status"]["conditions"]),
+        }
+    }
 }
 
 /// kubelet's default labels and their values on this node.
@@ -76,25 +55,24 @@ pub fn default_labels(m: &Machine) -> BTreeMap<String, String> {
 }
 
 /// The Node this agent registers.
-pub fn new_node<'a>(m: &Machine, api: &'a ApiServerConfig, status: &'a NodeStatus) -> NewNode<'a> {
+pub fn new_node(m: &Machine, api: &ApiServerConfig, status: &NodeStatus) -> Value {
     let mut labels = default_labels(m);
     for (k, v) in &api.node_labels {
         if let Some(old) = labels.insert(k.clone(), v.clone()) {
             log::warn!("apiServer.nodeLabels: {k}={v} overrides kubelet's default {k}={old}");
         }
     }
-    NewNode {
-        api_version: "v1",
-        kind: "Node",
-        metadata: NewMeta {
-            name: m.hostname.clone(),
-            labels,
-        },
-        spec: NewSpec {
-            taints: &api.register_with_taints,
-        },
-        status,
+    let mut node = json!({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": m.hostname, "labels": labels},
+        "spec": {},
+        "status": status,
+    });
+    if !api.register_with_taints.is_empty() {
+        node["spec"]["taints"] = json!(api.register_with_taints);
     }
+    node
 }
 
 /// The label changes that bring an existing Node's default labels back to this node's
@@ -109,6 +87,7 @@ pub fn label_fixes(m: &Machine, existing: &BTreeMap<String, String>) -> BTreeMap
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Taint;
     use crate::uplink::node::status::{build, Observed};
     use serde_json::json;
 
@@ -141,7 +120,7 @@ mod tests {
             ..Default::default()
         };
         let status = build(&m, &Observed::default(), &[], "T");
-        let v = serde_json::to_value(new_node(&m, &api, &status)).unwrap();
+        let v = new_node(&m, &api, &status);
         let arch = go_arch();
         assert_eq!(v["apiVersion"], "v1");
         assert_eq!(v["kind"], "Node");
@@ -158,7 +137,7 @@ mod tests {
         );
         assert_eq!(v["status"]["capacity"]["pods"], "110");
         let plain = ApiServerConfig::default();
-        let v = serde_json::to_value(new_node(&m, &plain, &status)).unwrap();
+        let v = new_node(&m, &plain, &status);
         assert_eq!(v["spec"], json!({}));
     }
 
@@ -179,12 +158,14 @@ mod tests {
             ]
             .into()
         );
-        let e: ExistingNode = serde_json::from_str(
-            r#"{"metadata":{"uid":"u","labels":{"a":"b"}},"status":{"conditions":
-               [{"type":"Ready","status":"Unknown","lastTransitionTime":"T"}],"images":[]}}"#,
-        )
-        .unwrap();
-        assert_eq!(e.metadata.uid, "u");
-        assert_eq!(e.status.conditions[0].status, "Unknown");
+        let e = ExistingNode::from_json(&json!({"metadata": {"uid": "u", "labels": {"a": "b"}},
+            "status": {"conditions": [{"type": "Ready", "status": "Unknown",
+                "lastTransitionTime": "T"}], "images": []}}));
+        assert_eq!(e.uid, "u");
+        assert_eq!(e.labels["a"], "b");
+        assert_eq!(e.conditions[0].status, "Unknown");
+        assert_eq!(e.conditions[0].since, "T");
+        let empty = ExistingNode::from_json(&json!({}));
+        assert!(empty.uid.is_empty() && empty.labels.is_empty() && empty.conditions.is_empty());
     }
 }

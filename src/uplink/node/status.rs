@@ -10,7 +10,8 @@
 //! `nodeStatusReportFrequency` and nothing in between.
 
 use super::machine::Machine;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
+use serde_json::Value;
 
 /// What the scheduler and kubectl read from `status`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -87,13 +88,29 @@ pub struct NodeInfo {
 
 /// A condition as last reported (by us, or found on the Node in the API): what a new
 /// condition's `lastTransitionTime` is carried over from.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PriorCondition {
-    #[serde(rename = "type")]
     pub kind: String,
     pub status: String,
-    #[serde(rename = "lastTransitionTime", default)]
+    /// `lastTransitionTime`.
     pub since: String,
+}
+
+/// Priors from a Node's `status.conditions` in the API (anything else: none).
+pub fn priors_from_json(conditions: &Value) -> Vec<PriorCondition> {
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    conditions
+        .as_array()
+        .map(|cs| {
+            cs.iter()
+                .map(|c| PriorCondition {
+                    kind: text(&c["type"]),
+                    status: text(&c["status"]),
+                    since: text(&c["lastTransitionTime"]),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Pressure signals. tinylet has no eviction thresholds (kubelet's `evictionHard`
@@ -451,12 +468,12 @@ mod tests {
 
     #[test]
     fn priors_from_the_api_carry_transition_times_over_a_restart() {
-        let api: Vec<PriorCondition> = serde_json::from_str(
-            r#"[{"type":"Ready","status":"True","reason":"KubeletReady","lastTransitionTime":"T0"},
-                {"type":"MemoryPressure","status":"Unknown","lastTransitionTime":"T0"},
-                {"type":"NetworkUnavailable","status":"False"}]"#,
-        )
-        .unwrap();
+        let api = priors_from_json(&serde_json::json!([
+            {"type": "Ready", "status": "True", "reason": "KubeletReady", "lastTransitionTime": "T0"},
+            {"type": "MemoryPressure", "status": "Unknown", "lastTransitionTime": "T0"},
+            {"type": "NetworkUnavailable", "status": "False"}]));
+        assert_eq!(api.len(), 3);
+        assert!(priors_from_json(&serde_json::json!({"x": 1})).is_empty());
         let s = build(&machine(), &ready(), &api, "T9");
         assert_eq!(get(&s, "Ready").last_transition_time, "T0");
         // Unknown (set by the node controller) -> False is a transition.
