@@ -441,6 +441,43 @@ fn lease_and_readiness_come_back_within_one_renew_period_after_uplink_cuts() {
     node.assert_agent_alive();
 }
 
+#[test]
+fn a_node_refused_by_the_cluster_is_logged_once_and_retried_slowly() {
+    // The credentials are another node's: NodeRestriction refuses the registration.
+    let kube = Kube::shared();
+    let id = kube.node_identity("node-someone-else");
+    let node = Node::new(Containerd::shared(), "refused");
+    node.set_config("apiServer", json!({"kubeconfig": id.kubeconfig}));
+    node.start_agent();
+    let log = || std::fs::read_to_string(node.agent_log_path()).unwrap_or_default();
+    let refusal = "node status: HTTP 403 Forbidden";
+    wait_for("the refusal logged", Duration::from_secs(30), &node, || {
+        log().contains(refusal).then_some(())
+    });
+    let first = Instant::now();
+    // The next attempt a minute later, logged at debug only.
+    wait_for("the second attempt", Duration::from_secs(75), &node, || {
+        log().contains("(failure 2 in a row)").then_some(())
+    });
+    assert!(
+        first.elapsed() >= Duration::from_secs(55),
+        "{:?}",
+        first.elapsed()
+    );
+    let text = log();
+    let seen: Vec<&str> = text.lines().filter(|l| l.contains(refusal)).collect();
+    let warned: Vec<&&str> = seen.iter().filter(|l| l.starts_with("[WARN")).collect();
+    assert_eq!(warned.len(), 1, "{seen:#?}");
+    assert!(warned[0].contains("node-someone-else"), "{}", warned[0]);
+    // The repeats went to debug.
+    assert!(
+        seen.len() >= 2 && seen[1..].iter().all(|l| l.starts_with("[DEBUG")),
+        "{seen:#?}"
+    );
+    assert!(node_object(kube, "node-refused").is_none());
+    node.assert_agent_alive();
+}
+
 /// Bytes on the wire (both directions) and requests between two snapshots.
 fn cost(
     a: tinylet::uplink::counters::Snapshot,
