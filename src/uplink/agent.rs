@@ -44,4 +44,13 @@ pub fn new(ctx: &Rc<Context>) -> Result<Option<Rc<Uplink>>, SetupError> {
 pub fn start(uplink: &Rc<Uplink>) {
     // Each piece of the uplink adds its task here.
     crate::rt::spawn(super::node::run(uplink.clone())).detach();
+    start_pods(uplink);
+}
+
+/// The pod side: the pod source (with the configMap and secret watches) and status up.
+fn start_pods(uplink: &Rc<Uplink>) {
+    let bound = Rc::new(super::pods_bound::Bound::default());
+    let wake = uplink.ctx.store.borrow_mut().subscribe_status();
+    crate::rt::spawn(super::pods::run(uplink.clone(), bound.clone())).detach();
+    crate::rt::spawn(super::status::run(uplink.clone(), bound, wake)).detach();
 }
