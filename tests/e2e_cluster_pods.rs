@@ -869,3 +869,140 @@ fn v1_20_default_token_secret_volume_runs_unchanged() {
     );
     n.kill_agent();
 }
+
+/// The device reboots while the uplink is cut: the agent comes back (runtime state
+/// wiped, as /run on a device) and runs every cached pod again — cluster pods with their
+/// cached configMap and secret, and a local pod — without the API. A pod deleted and a
+/// configMap changed with kubectl meanwhile; the relay restored: the deleted pod stops
+/// and leaves the API, the change reaches the file, the API shows the containers that
+/// run (no extra restart).
+#[test]
+fn reboot_without_uplink_runs_every_cached_pod_and_catches_up() {
+    let kube = Kube::shared();
+    let c = Containerd::start();
+    let relay = kube.relay();
+    let name = "tl-boot";
+    register(kube, name);
+    let id = relay.node_identity(name);
+    let n = Node::new(&c, name);
+    n.set_config("nodeName", json!(name));
+    n.set_config("apiServer", json!({"kubeconfig": id.kubeconfig}));
+    let ns = "boot";
+    namespace(kube, ns);
+    kube.apply(
+        &json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "cfg", "namespace": ns}, "data": {"v": "before"}})
+        .to_string(),
+    );
+    kube.apply(
+        &json!({"apiVersion": "v1", "kind": "Secret",
+                "metadata": {"name": "sec", "namespace": ns}, "stringData": {"k": "s3cr3t"}})
+        .to_string(),
+    );
+    n.start_agent();
+    let mut main = sh("main", "exec sleep 3600");
+    main["volumeMounts"] = json!([{"name": "cfg", "mountPath": "/cfg"}]);
+    main["env"] =
+        json!([{"name": "K", "valueFrom": {"secretKeyRef": {"name": "sec", "key": "k"}}}]);
+    let spec =
+        json!({"containers": [main], "volumes": [{"name": "cfg", "configMap": {"name": "cfg"}}]});
+    kube.apply(&kpod(name, ns, "vol", spec).to_string());
+    let plain = json!({"containers": [sh("main", "exec sleep 3600")]});
+    kube.apply(&kpod(name, ns, "plain", plain).to_string());
+    namespace(kube, agent_support::NS);
+    n.apply(&agent_support::pod(
+        "local",
+        json!({"containers": [agent_support::sh("main", n.image(), "exec sleep 3600")]}),
+    ));
+    let cluster = ["vol", "plain"];
+    for pod in cluster {
+        wait_api(kube, &n, ns, pod, "Running", START, running_ready);
+    }
+    let local_before = n.wait_running("local", START);
+    let plain_uid = api_pod(kube, ns, "plain").unwrap()["metadata"]["uid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let cid = |p: &Value| cstatus(p, "main")["containerID"].as_str().map(String::from);
+    let before: Vec<_> = cluster
+        .iter()
+        .map(|pod| cid(&local_view(&n, ns, pod).unwrap()))
+        .collect();
+
+    relay.cut();
+    n.kill_agent();
+    c.reboot();
+    let booted = Instant::now();
+    n.start_agent();
+    let mut after = Vec::new();
+    for (pod, old) in cluster.iter().zip(&before) {
+        let p = wait_for("a cluster pod runs again without the uplink", START, || {
+            let l = local_view(&n, ns, pod)?;
+            (running_ready(&l) && cid(&l) != *old).then_some(l)
+        });
+        after.push(cid(&p));
+    }
+    n.wait_pod("local", "running again", START, |p| {
+        agent_support::is_running_ready(p) && cid(p) != cid(&local_before)
+    });
+    eprintln!(
+        "reboot without uplink: every pod Running {:?} after the agent started",
+        booted.elapsed()
+    );
+    wait_exec(&n, ns, "vol", &["cat", "/cfg/v"], |o| o == "before");
+    wait_exec(&n, ns, "vol", &["sh", "-c", "echo $K"], |o| {
+        o.trim() == "s3cr3t"
+    });
+
+    kube.kubectl_ok(&["delete", "pod", "plain", "-n", ns, "--wait=false"]);
+    kube.kubectl_ok(&[
+        "patch",
+        "configmap",
+        "cfg",
+        "-n",
+        ns,
+        "-p",
+        r#"{"data":{"v":"after"}}"#,
+    ]);
+    let cri = n.cri();
+    holds_for(
+        "without the uplink the deleted pod keeps running",
+        Duration::from_secs(2),
+        || {
+            let running = cri
+                .containers(&plain_uid)
+                .iter()
+                .any(agent_support::container_running);
+            (!running).then(|| "the deleted pod stopped without the uplink".to_string())
+        },
+    );
+
+    relay.restore();
+    let back = Instant::now();
+    let shown = wait_api(
+        kube,
+        &n,
+        ns,
+        "vol",
+        "showing the new container",
+        START,
+        |p| running_ready(p) && cid(p) == after[0],
+    );
+    wait_for("the deleted pod is gone from the API", START, || {
+        api_pod(kube, ns, "plain").is_none().then_some(())
+    });
+    wait_for("the deleted pod is gone from the runtime", START, || {
+        (cri.containers(&plain_uid).is_empty() && cri.sandboxes(&plain_uid).is_empty())
+            .then_some(())
+    });
+    wait_exec(&n, ns, "vol", &["cat", "/cfg/v"], |o| o == "after");
+    eprintln!("uplink back: all caught up after {:?}", back.elapsed());
+    let now = local_view(&n, ns, "vol").unwrap();
+    assert_eq!(cid(&now), after[0], "no restart when the uplink came back");
+    assert_eq!(
+        cstatus(&now, "main")["restartCount"],
+        cstatus(&shown, "main")["restartCount"],
+        "the API shows the node's restart count"
+    );
+    n.kill_agent();
+}
