@@ -11,8 +11,10 @@
 //!
 //! Pods carry `automountServiceAccountToken: false` (the projected `kube-api-access-*`
 //! volume the ServiceAccount admission adds is not supported yet and would make the pod
-//! refused) and tolerate every taint (the test Node has no lease: the node lifecycle
-//! controller would taint it and evict the pods after 300 s).
+//! refused) and tolerate every taint (nodes of tests that cut the uplink lose their
+//! lease: the node lifecycle controller taints them and would evict after 300 s). The
+//! workload test has no tolerations: the node's own registration, status and lease keep
+//! it Ready and untainted.
 
 mod agent_support;
 mod common;
@@ -1005,4 +1007,89 @@ fn reboot_without_uplink_runs_every_cached_pod_and_catches_up() {
         "the API shows the node's restart count"
     );
     n.kill_agent();
+}
+
+/// What an operator does with plain kubectl: a Deployment and a DaemonSet pinned to the
+/// node, placed by the real scheduler and the controllers (no tolerations: the node
+/// must be Ready and untainted), reach their ready counts; scaled to zero and deleted,
+/// their pods stop on the node and leave the API.
+#[test]
+fn deployments_and_daemonsets_run_through_the_scheduler() {
+    let (kube, n) = (Kube::shared(), node());
+    let ns = "workloads";
+    namespace(kube, ns);
+    let template = |app: &str| {
+        json!({
+            "metadata": {"labels": {"app": app}},
+            "spec": {
+                "nodeSelector": {"kubernetes.io/hostname": NODE},
+                "automountServiceAccountToken": false,
+                "terminationGracePeriodSeconds": 2,
+                "containers": [sh("main", "exec sleep 3600")]
+            }
+        })
+    };
+    let workload = |kind: &str, app: &str, extra: Value| {
+        let mut spec = json!({"selector": {"matchLabels": {"app": app}},
+                              "template": template(app)});
+        if let (Some(s), Value::Object(e)) = (spec.as_object_mut(), extra) {
+            s.extend(e);
+        }
+        json!({"apiVersion": "apps/v1", "kind": kind,
+               "metadata": {"name": app, "namespace": ns}, "spec": spec})
+        .to_string()
+    };
+    let started = Instant::now();
+    kube.apply(&workload("Deployment", "web", json!({"replicas": 2})));
+    kube.apply(&workload("DaemonSet", "agent", json!({})));
+    let ready = |kind: &str, name: &str, field: &str, want: i64| {
+        wait_for(&format!("{kind} {name}: {field} {want}"), START, || {
+            let out = kube.kubectl(&["get", kind, name, "-n", ns, "-o", "json"]);
+            let v: Value = serde_json::from_slice(&out.stdout).ok()?;
+            (v["status"][field].as_i64().unwrap_or(0) == want).then_some(())
+        })
+    };
+    ready("deployment", "web", "readyReplicas", 2);
+    ready("daemonset", "agent", "numberReady", 1);
+    eprintln!(
+        "deployment (2) and daemonset (1) ready after {:?}",
+        started.elapsed()
+    );
+    let pods = |app: &str| -> Vec<Value> {
+        let out = kube.kubectl_ok(&[
+            "get",
+            "pods",
+            "-n",
+            ns,
+            "-l",
+            &format!("app={app}"),
+            "-o",
+            "json",
+        ]);
+        let v: Value = serde_json::from_str(&out).unwrap_or_default();
+        v["items"].as_array().cloned().unwrap_or_default()
+    };
+    let web = pods("web");
+    assert_eq!(web.len(), 2);
+    for p in web.iter().chain(pods("agent").iter()) {
+        assert_eq!(p["spec"]["nodeName"], NODE, "placed by the scheduler");
+        let name = p["metadata"]["name"].as_str().unwrap();
+        let local = local_view(n, ns, name).expect("the node runs the pod");
+        assert!(running_ready(&local), "{}", local["status"]);
+    }
+
+    let cri = n.cri();
+    let uids: Vec<String> = web
+        .iter()
+        .map(|p| p["metadata"]["uid"].as_str().unwrap().to_string())
+        .collect();
+    kube.kubectl_ok(&["scale", "deployment", "web", "-n", ns, "--replicas=0"]);
+    kube.kubectl_ok(&["delete", "daemonset", "agent", "-n", ns, "--wait=false"]);
+    wait_for("the workloads' pods leave the API", START, || {
+        (pods("web").is_empty() && pods("agent").is_empty()).then_some(())
+    });
+    for uid in &uids {
+        assert!(cri.containers(uid).is_empty() && cri.sandboxes(uid).is_empty());
+    }
+    kube.kubectl_ok(&["delete", "deployment", "web", "-n", ns]);
 }
