@@ -42,5 +42,6 @@ pub mod pod_dir;
 pub mod resources;
 pub mod status;
 pub mod termination;
+pub mod time;
 pub mod tmpfs;
 pub mod volumes;
