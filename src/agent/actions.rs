@@ -2,8 +2,13 @@
 //! kubelet's `computePodActions`: recreate the sandbox when it is missing, not ready or
 //! its sandbox-level spec changed; run init containers one at a time, in order; start or
 //! restart app containers according to `restartPolicy`; replace containers whose spec
-//! changed or whose image the registry replaced; kill what no longer belongs. Pure: the caller supplies the hashes of the
-//! desired spec, and applies backoff when it carries the actions out.
+//! changed or whose image the registry replaced; kill what no longer belongs. Pure: the
+//! caller supplies the hashes of the desired spec, and applies backoff when it carries
+//! the actions out.
+//!
+//! A pod in a terminal phase (Succeeded, or Failed) stays there, as under kubelet:
+//! nothing of it is started or made again, whatever the runtime shows
+//! ([`Desired::terminal`]).
 
 use crate::kuberuntime::observed::{ObservedContainer, ObservedPod, State};
 use crate::model::pod::RestartPolicy;
@@ -18,6 +23,8 @@ pub struct Desired<'a> {
     /// Ids of running app containers to replace because the registry now has another
     /// image under their image reference (see [`super::image_refresh`]).
     pub outdated: &'a [String],
+    /// The pod has reached Succeeded or Failed: only stop what still runs.
+    pub terminal: bool,
 }
 
 /// Why a container is (re)started; shown in logs.
@@ -67,6 +74,13 @@ pub struct PodActions {
 
 /// Computes the actions for one pod.
 pub fn compute(desired: &Desired, observed: &ObservedPod) -> PodActions {
+    if desired.terminal {
+        return PodActions {
+            kill_pod: true,
+            init_failed: init_failed(desired, observed),
+            ..Default::default()
+        };
+    }
     let spec = &desired.pod.spec;
     let sandbox = observed.latest_sandbox();
     let sandbox_ok = sandbox.is_some_and(|s| s.ready && s.hash == desired.sandbox_hash);
@@ -117,6 +131,9 @@ fn recreate(desired: &Desired, observed: &ObservedPod) -> PodActions {
         ..Default::default()
     };
     if ran_before && spec.restart_policy == RestartPolicy::Never {
+        // Finished for good; a failed init container has failed the pod, whether or
+        // not its sandbox is still up.
+        acts.init_failed = init_failed(desired, observed);
         return acts;
     }
     let reason = if observed.latest_sandbox().is_some() {
@@ -175,6 +192,20 @@ fn kill_strays(desired: &Desired, observed: &ObservedPod, sandbox_id: &str, acts
             reason: reason.into(),
         });
     }
+}
+
+/// Whether an init container failed under `restartPolicy: Never`: the first one that
+/// has not succeeded has exited. It never runs again, and the pod has failed.
+fn init_failed(desired: &Desired, observed: &ObservedPod) -> bool {
+    let spec = &desired.pod.spec;
+    spec.restart_policy == RestartPolicy::Never
+        && spec
+            .init_containers
+            .iter()
+            .map(|c| observed.latest(&c.name))
+            .find(|l| !l.is_some_and(succeeded))
+            .flatten()
+            .is_some_and(|l| l.state == State::Exited)
 }
 
 /// Walks the init containers in order. Returns true when all have succeeded; otherwise

@@ -51,6 +51,9 @@ pub struct StatusInput<'a> {
     /// Set when the pod as a whole has failed (activeDeadlineSeconds): phase Failed with
     /// this reason and message, whatever its containers do.
     pub failed: Option<(&'a str, &'a str)>,
+    /// The terminal phase (Succeeded or Failed) the pod has already reached: kept,
+    /// whatever its containers show now (kubelet never leaves one).
+    pub terminal: Option<PodPhase>,
 }
 
 /// Computes the pod's status.
@@ -74,9 +77,10 @@ pub fn pod_status(input: &StatusInput) -> PodStatus {
             .as_ref()
             .is_some_and(|t| t.exit_code == 0)
     });
-    let phase = match input.failed {
-        Some(_) => PodPhase::Failed,
-        None => phase(pod.spec.restart_policy, &init, &apps, input.init_failed),
+    let phase = match (input.terminal, input.failed) {
+        (Some(p), _) => p,
+        (None, Some(_)) => PodPhase::Failed,
+        (None, None) => phase(pod.spec.restart_policy, &init, &apps, input.init_failed),
     };
     let pod_ip = if pod.spec.host_network {
         input.host_ip.to_string()

@@ -59,11 +59,31 @@ fn run_outdated(
     containers: Vec<ObservedContainer>,
     outdated: &[String],
 ) -> PodActions {
+    compute_with(p, sandboxes, containers, outdated, false)
+}
+
+/// The actions for a pod that has reached Succeeded or Failed.
+fn run_terminal(
+    p: &Pod,
+    sandboxes: Vec<ObservedSandbox>,
+    containers: Vec<ObservedContainer>,
+) -> PodActions {
+    compute_with(p, sandboxes, containers, &[], true)
+}
+
+fn compute_with(
+    p: &Pod,
+    sandboxes: Vec<ObservedSandbox>,
+    containers: Vec<ObservedContainer>,
+    outdated: &[String],
+    terminal: bool,
+) -> PodActions {
     let d = Desired {
         pod: p,
         sandbox_hash: "sb",
         container_hash: &hash,
         outdated,
+        terminal,
     };
     compute(&d, &ObservedPod::new(sandboxes, containers))
 }
@@ -288,4 +308,66 @@ fn a_container_being_created_is_not_started_twice() {
     c.created_at = now - 120_000_000_000;
     let stale = run(&p, vec![sandbox("s1", true, 0, 1)], vec![c]);
     assert_eq!(started(&stale), [("a", 1)]);
+}
+
+#[test]
+fn failed_init_container_under_never_stays_failed_once_the_sandbox_is_stopped() {
+    // The sync after the pod was killed: its sandbox is no longer ready, which is the
+    // sandbox-recreate path; the pod must still be failed, and nothing made again.
+    let p = pod(&["i1"], &["a"], RestartPolicy::Never);
+    let a = run(
+        &p,
+        vec![sandbox("s1", false, 0, 1)],
+        vec![ctr("x", "i1", State::Exited, 2, 0, 2)],
+    );
+    assert!(a.init_failed, "{a:?}");
+    assert!(a.start.is_empty() && a.create_sandbox.is_none());
+    // Under Never an init container that succeeded before the stop fails nothing.
+    let ok = run(
+        &p,
+        vec![sandbox("s1", false, 0, 1)],
+        vec![
+            ctr("x", "i1", State::Exited, 0, 0, 2),
+            ctr("y", "a", State::Exited, 1, 0, 3),
+        ],
+    );
+    assert!(!ok.init_failed && ok.start.is_empty() && ok.create_sandbox.is_none());
+}
+
+#[test]
+fn a_terminal_pod_is_never_restarted_nor_its_sandbox_recreated() {
+    let sb = || vec![sandbox("s1", false, 0, 1)];
+    // Whatever the runtime shows: its containers gone (GC, a reboot that lost them),
+    // exited under OnFailure or Always, an init container that failed.
+    for policy in [
+        RestartPolicy::Never,
+        RestartPolicy::OnFailure,
+        RestartPolicy::Always,
+    ] {
+        let p = pod(&[], &["a"], policy);
+        for containers in [vec![], vec![ctr("c1", "a", State::Exited, 1, 0, 2)]] {
+            let a = run_terminal(&p, sb(), containers.clone());
+            assert_eq!(
+                a,
+                PodActions {
+                    kill_pod: true,
+                    ..Default::default()
+                },
+                "{policy:?} {containers:?}"
+            );
+            let none = run_terminal(&p, vec![], containers);
+            assert!(none.start.is_empty() && none.create_sandbox.is_none());
+        }
+    }
+    // Not terminal, the same pod would be started again: the rule is what stops it.
+    let p = pod(&[], &["a"], RestartPolicy::OnFailure);
+    assert_eq!(started(&run(&p, vec![], vec![])), [("a", 0)]);
+    // Running containers of a terminal pod (a deadline) are stopped, nothing more.
+    let p = pod(&["i1"], &["a"], RestartPolicy::Never);
+    let a = run_terminal(
+        &p,
+        vec![sandbox("s1", true, 0, 1)],
+        vec![ctr("x", "i1", State::Exited, 2, 0, 2)],
+    );
+    assert!(a.kill_pod && a.init_failed && a.start.is_empty());
 }

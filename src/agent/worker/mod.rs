@@ -35,6 +35,7 @@ use super::image_refresh::{Offline, Pulled};
 use super::kill;
 use super::probe::{self, PodProbes, Verdict};
 use crate::kuberuntime::status::Waiting;
+use crate::model::status::PodPhase;
 use crate::model::{Pod, PodStatus};
 use smol::channel::{Receiver, Sender};
 use smol::future;
@@ -74,6 +75,10 @@ struct Worker {
     offline: Offline,
     init_failed: bool,
     last_status: Option<PodStatus>,
+    /// The terminal phase (Succeeded or Failed) the pod has reached. kubelet never
+    /// leaves one: nothing of the pod is started or made again, and its status keeps
+    /// this phase.
+    terminal: Option<PodPhase>,
     wake_at: Option<Instant>,
     probes: PodProbes,
     /// The pod is past its activeDeadlineSeconds: Failed, killed, never restarted.
@@ -81,6 +86,9 @@ struct Worker {
     /// The sync loop's last relist showed nothing of this pod on the runtime, and only
     /// this worker makes things for its uid: the first sync needs not ask again.
     known_absent: bool,
+    /// The first sync is still to come (it takes a terminal phase over from the status
+    /// file when the runtime shows it is this pod's).
+    first_sync: bool,
     /// What happened to the pod's desired file, for the status ([`Msg::DesiredFileRestored`]).
     store_note: Option<String>,
 }
@@ -116,10 +124,12 @@ pub fn spawn(ctx: Rc<Context>, pod: Pod, known_absent: bool) -> (Sender<Msg>, sm
         offline: Offline::default(),
         init_failed: false,
         last_status,
+        terminal: None,
         wake_at: None,
         probes: PodProbes::default(),
         deadline_exceeded: false,
         known_absent,
+        first_sync: true,
         store_note: None,
     };
     (tx, crate::rt::spawn(w.run(rx)))

@@ -2,7 +2,7 @@
 //! ([`crate::kuberuntime::status`]) with what only the worker knows (waiting reasons,
 //! probe results, a deadline or an init container that failed the pod, containers on
 //! their local image, a restored desired file). The store writes it only when it
-//! changed.
+//! changed. A phase once Succeeded or Failed is kept (`Worker::terminal`).
 //!
 //! Before a step that may take a while, [`Worker::unstale_status`] makes sure no reader
 //! sees a container `Running` that is gone.
@@ -11,6 +11,7 @@ use super::Worker;
 use crate::agent::deadline;
 use crate::kuberuntime::observed::{ObservedPod, State};
 use crate::kuberuntime::status::{pod_status, StatusInput, Waiting};
+use crate::model::status::PodPhase;
 use crate::model::time::now_rfc3339;
 use crate::model::PodStatus;
 
@@ -55,6 +56,9 @@ impl Worker {
     /// Computes the pod's status from `observed` and writes it (when it changed).
     pub(super) fn write_status(&mut self, observed: &ObservedPod) {
         let status = self.status(observed);
+        if matches!(status.phase, Some(PodPhase::Succeeded | PodPhase::Failed)) {
+            self.terminal = status.phase;
+        }
         let (ns, name) = (&self.pod.metadata.namespace, &self.pod.metadata.name);
         match self.ctx.store.borrow_mut().write_status(ns, name, &status) {
             Ok(true) => log::debug!("pod {ns}/{name}: status written ({:?})", status.phase),
@@ -81,6 +85,7 @@ impl Worker {
             failed: self
                 .deadline_exceeded
                 .then_some((deadline::REASON, deadline::MESSAGE)),
+            terminal: self.terminal,
         });
         if let Some(message) = self.offline.status_message() {
             status.reason = "OfflineImage".into();

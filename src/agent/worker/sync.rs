@@ -1,7 +1,7 @@
 //! One pass of kubelet's SyncPod: observe the pod on the runtime, prepare its volumes,
 //! compute its actions ([`crate::agent::actions`]) and carry them out (kill, remove,
-//! sandbox, start), then write its status. A pod past its deadline only has what still
-//! runs stopped. Every failure ends the pass with a wake-up set, so the next pass tries
+//! sandbox, start), then write its status. A pod past its deadline, or in a terminal
+//! phase, only has what still runs stopped. Every failure ends the pass with a wake-up set, so the next pass tries
 //! again; nothing here waits for the runtime in a loop.
 
 use super::sandbox::SandboxRef;
@@ -14,6 +14,7 @@ use crate::cri::CriError;
 use crate::kuberuntime::hash::{container_hash, sandbox_hash};
 use crate::kuberuntime::observed::{ObservedPod, State};
 use crate::kuberuntime::{volumes, SyncError};
+use crate::model::status::PodPhase;
 use crate::model::{Container, Pod};
 use std::time::Instant;
 
@@ -42,6 +43,9 @@ impl Worker {
             Ok(o) => o,
             Err(e) => return self.cannot_observe(&e),
         };
+        if std::mem::take(&mut self.first_sync) {
+            self.terminal = self.terminal_before(&observed);
+        }
         let mut effects = Effects::default();
         match self.next_step(&observed) {
             Step::Stop => effects.unknown = self.kill_pod(&observed).await,
@@ -52,7 +56,7 @@ impl Worker {
             Step::Wait => {}
         }
         let observed = observe::after(&self.ctx, &uid, observed, effects).await;
-        if !self.deadline_exceeded {
+        if !self.deadline_exceeded && self.terminal.is_none() {
             let (ctx, pod) = (&self.ctx, &self.pod);
             if let Some(at) = self.offline.schedule(ctx, pod, &self.pulls) {
                 self.wake_no_later_than(at);
@@ -71,12 +75,18 @@ impl Worker {
         self.wake_no_later_than(Instant::now() + RETRY);
     }
 
-    /// What to do with the pod: past its deadline, stop it; otherwise prepare its
-    /// volumes (without them no container can start) and act.
+    /// What to do with the pod: past its deadline, stop it; in a terminal phase, act
+    /// (the actions stop what still runs, nothing more); otherwise prepare its volumes
+    /// (without them no container can start) and act.
     fn next_step(&mut self, observed: &ObservedPod) -> Step {
-        self.deadline_exceeded = self.check_deadline();
+        if self.terminal.is_none() {
+            self.deadline_exceeded = self.check_deadline();
+        }
         if self.deadline_exceeded {
             return Step::Stop;
+        }
+        if self.terminal.is_some() {
+            return Step::Act;
         }
         if let Err(e) = self.prepare_volumes() {
             log::warn!("pod {}: {e}", self.name());
@@ -85,6 +95,23 @@ impl Worker {
             return Step::Wait;
         }
         Step::Act
+    }
+
+    /// The terminal phase the status file holds, when it is this pod's: the runtime
+    /// still shows one of the containers it names. (A file left by an earlier pod of
+    /// the same name must not keep this one from starting.)
+    fn terminal_before(&self, observed: &ObservedPod) -> Option<PodPhase> {
+        let last = self.last_status.as_ref()?;
+        let phase = last
+            .phase
+            .filter(|p| matches!(p, PodPhase::Succeeded | PodPhase::Failed))?;
+        let ours = last
+            .init_container_statuses
+            .iter()
+            .chain(&last.container_statuses)
+            .map(|s| s.container_id.rsplit("://").next().unwrap_or_default())
+            .any(|id| !id.is_empty() && observed.containers.iter().any(|c| c.id == id));
+        ours.then_some(phase)
     }
 
     fn prepare_volumes(&self) -> Result<(), SyncError> {
@@ -137,9 +164,11 @@ impl Worker {
             sandbox_hash: &sb_hash,
             container_hash: &container_hash,
             outdated,
+            terminal: self.terminal.is_some(),
         };
         let acts = actions::compute(&desired, observed);
-        self.init_failed = acts.init_failed;
+        // Once failed, failed for good (also when a later pass would not say so).
+        self.init_failed |= acts.init_failed;
         let grace = kill::grace_period(&self.pod);
         let pod_ip = handler::pod_ip(&self.ctx, &self.pod, observed);
         if acts.kill_pod {
