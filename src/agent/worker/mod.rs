@@ -93,6 +93,16 @@ struct Worker {
     store_note: Option<String>,
 }
 
+/// A pod as the logs name it: `namespace/name`.
+struct PodName<'a>(&'a Pod);
+
+impl std::fmt::Display for PodName<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let m = &self.0.metadata;
+        write!(f, "{}/{}", m.namespace, m.name)
+    }
+}
+
 /// What ended a worker's wait.
 enum Woken {
     Msg(Result<Msg, smol::channel::RecvError>),
@@ -136,8 +146,9 @@ pub fn spawn(ctx: Rc<Context>, pod: Pod, known_absent: bool) -> (Sender<Msg>, sm
 }
 
 impl Worker {
-    fn name(&self) -> String {
-        format!("{}/{}", self.pod.metadata.namespace, self.pod.metadata.name)
+    /// The pod as the logs name it (`namespace/name`), without allocating.
+    fn name(&self) -> PodName<'_> {
+        PodName(&self.pod)
     }
 
     async fn run(mut self, rx: Receiver<Msg>) {
