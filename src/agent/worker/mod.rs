@@ -42,6 +42,7 @@ use smol::future;
 use smol::Timer;
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -73,6 +74,10 @@ struct Worker {
     waiting: BTreeMap<String, Waiting>,
     /// Containers running a local image, their background pulls and what those brought.
     offline: Offline,
+    /// Termination-message files of creates whose answer never came (container name,
+    /// file): the runtime may have made the container, which mounts the file, so it is
+    /// kept until that container is started or another one is made. Rarely any.
+    unanswered: Vec<(String, PathBuf)>,
     init_failed: bool,
     last_status: Option<PodStatus>,
     /// The terminal phase (Succeeded or Failed) the pod has reached. kubelet never
@@ -132,6 +137,7 @@ pub fn spawn(ctx: Rc<Context>, pod: Pod, known_absent: bool) -> (Sender<Msg>, sm
         ),
         waiting: BTreeMap::new(),
         offline: Offline::default(),
+        unanswered: Vec::new(),
         init_failed: false,
         last_status,
         terminal: None,
@@ -233,6 +239,13 @@ impl Worker {
 
     fn wake_no_later_than(&mut self, at: Instant) {
         self.wake_at = Some(self.wake_at.map_or(at, |w| w.min(at)));
+    }
+
+    /// Takes the termination-message file kept for a create of container `name` that
+    /// got no answer, if any.
+    fn take_unanswered(&mut self, name: &str) -> Option<PathBuf> {
+        let i = self.unanswered.iter().position(|(n, _)| n == name)?;
+        Some(self.unanswered.swap_remove(i).1)
     }
 
     /// Container `name` cannot start now: logs why, and leaves it waiting with `reason`

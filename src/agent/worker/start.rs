@@ -5,6 +5,10 @@
 //! StartContainer, then its postStart hook. Each step that fails leaves the container
 //! waiting with kubelet's reason for it and a time to try again; the next steps are not
 //! taken.
+//!
+//! Also the start of a container the runtime made earlier and never started
+//! ([`crate::agent::actions::StartReason::Made`]): a create whose answer never came. Its
+//! termination-message file is kept for it (`Worker::unanswered`).
 
 use super::sandbox::SandboxRef;
 use super::{Worker, CONFIG_RETRY, RETRY};
@@ -37,8 +41,45 @@ impl Worker {
         observed: &ObservedPod,
         effects: &mut Effects,
     ) {
-        if self.crash_loop_holds(c, s, observed) {
+        let made = match &s.reason {
+            StartReason::Made { id } => {
+                // Its termination-message file is its own now (or was never kept).
+                self.take_unanswered(&c.name);
+                self.log_start(c, s);
+                Some((id.clone(), None))
+            }
+            _ => self.create(c, s, at, observed, effects).await,
+        };
+        let Some((id, message_file)) = made else {
             return;
+        };
+        match self.ctx.cri.runtime.start_container(&id).await {
+            Ok(()) => {
+                if self.post_start(c, &id, at.pod_ip).await {
+                    effects.unknown = true;
+                }
+                effects.started.push((id, at.id.to_string()));
+            }
+            Err(e) => {
+                self.start_failed(c, "RunContainerError", &e, message_file);
+                // A container was made, not started.
+                effects.unknown = true;
+            }
+        }
+    }
+
+    /// Creates `c`'s next instance: its id and termination-message file, or `None`
+    /// when it cannot be made now (it waits).
+    async fn create(
+        &mut self,
+        c: &Container,
+        s: &Start,
+        at: &SandboxRef<'_>,
+        observed: &ObservedPod,
+        effects: &mut Effects,
+    ) -> Option<(String, Option<PathBuf>)> {
+        if self.crash_loop_holds(c, s, observed) {
+            return None;
         }
         if image::policy(c) == PullPolicy::Always {
             // The pull may take a while.
@@ -58,7 +99,8 @@ impl Worker {
             Ok(config) => config,
             Err(e) => {
                 let retry = Instant::now() + CONFIG_RETRY;
-                return self.cannot_start(&c.name, &e.reason, e.message, retry);
+                self.cannot_start(&c.name, &e.reason, e.message, retry);
+                return None;
             }
         };
         let message_file = self.termination_file(c);
@@ -67,6 +109,27 @@ impl Worker {
                 .mounts
                 .push(termination::mount(f, &c.termination_message_path));
         }
+        self.log_start(c, s);
+        let rt = &self.ctx.cri.runtime;
+        match rt.create_container(at.id, config, at.config.clone()).await {
+            Ok(id) => {
+                // Made: what an earlier create without an answer left serves nothing.
+                if let Some(old) = self.take_unanswered(&c.name) {
+                    let _ = std::fs::remove_file(old);
+                }
+                Some((id, message_file))
+            }
+            Err(e) => {
+                self.start_failed(c, "CreateContainerError", &e, message_file);
+                // A container may have been made (created, not started).
+                effects.unknown = true;
+                None
+            }
+        }
+    }
+
+    /// Says which instance of `c` is started, and why.
+    fn log_start(&self, c: &Container, s: &Start) {
         log::info!(
             "pod {}: starting container {} ({:?}, restart {})",
             self.name(),
@@ -74,28 +137,6 @@ impl Worker {
             s.reason,
             s.restart_count
         );
-        let rt = &self.ctx.cri.runtime;
-        let result = match rt.create_container(at.id, config, at.config.clone()).await {
-            Ok(id) => rt
-                .start_container(&id)
-                .await
-                .map(|()| id)
-                .map_err(|e| ("RunContainerError", e)),
-            Err(e) => Err(("CreateContainerError", e)),
-        };
-        match result {
-            Ok(id) => {
-                if self.post_start(c, &id, at.pod_ip).await {
-                    effects.unknown = true;
-                }
-                effects.started.push((id, at.id.to_string()));
-            }
-            Err((reason, e)) => {
-                self.start_failed(c, reason, &e, message_file);
-                // A container may have been made (created, not started).
-                effects.unknown = true;
-            }
-        }
     }
 
     /// Whether the crash-loop back-off of `c` (which exited) holds its restart; it
@@ -127,7 +168,7 @@ impl Worker {
     }
 
     /// `c`'s image cannot be had now: it waits until the pull back-off ends.
-    fn pull_failed(&mut self, c: &Container, w: Waiting) {
+    fn pull_failed<T>(&mut self, c: &Container, w: Waiting) -> Option<T> {
         let fresh_failure = w.reason == "ErrImagePull";
         let now = Instant::now();
         let until = self
@@ -142,6 +183,7 @@ impl Worker {
             None => now + CONFIG_RETRY,
         };
         self.cannot_start(&c.name, &w.reason, w.message, next);
+        None
     }
 
     /// The CRI config of `c`'s next instance from `image_ref` (an error names what is
@@ -174,7 +216,9 @@ impl Worker {
     }
 
     /// CreateContainer (or StartContainer, `reason` says which) failed with `e`: the
-    /// termination-message file goes and the container waits.
+    /// container waits. Its termination-message file goes, unless the create got no
+    /// answer: it may have made the container, which mounts the file, and the next
+    /// sync starts that one (at most one file is kept per container).
     fn start_failed(
         &mut self,
         c: &Container,
@@ -182,7 +226,16 @@ impl Worker {
         e: &CriError,
         message_file: Option<PathBuf>,
     ) {
-        if let Some(f) = message_file {
+        let unanswered = reason == "CreateContainerError" && e.is_deadline_exceeded();
+        let gone = match message_file {
+            Some(f) if unanswered => {
+                let older = self.take_unanswered(&c.name);
+                self.unanswered.push((c.name.clone(), f));
+                older
+            }
+            f => f,
+        };
+        if let Some(f) = gone {
             let _ = std::fs::remove_file(f);
         }
         self.cannot_start(&c.name, reason, e.to_string(), Instant::now() + RETRY);

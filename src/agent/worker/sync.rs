@@ -6,7 +6,7 @@
 
 use super::sandbox::SandboxRef;
 use super::{Worker, CONFIG_RETRY, RETRY};
-use crate::agent::actions::{self, Desired};
+use crate::agent::actions::{self, Desired, Kill};
 use crate::agent::handler;
 use crate::agent::kill;
 use crate::agent::observe::{self, Effects};
@@ -185,7 +185,11 @@ impl Worker {
             kill::stop_container(&self.ctx, Some(&self.pod), &k.id, &k.name, grace, &pod_ip).await;
             effects.unknown = true;
         }
-        if acts.start.is_empty() {
+        if !acts.remove.is_empty() {
+            self.remove_unstarted(&acts.remove).await;
+            effects.unknown = true;
+        }
+        if acts.start.is_empty() && acts.resume.is_empty() {
             return;
         }
         let Some((sandbox_id, sandbox_cfg, pod_ip)) = self.sandbox(&acts, observed, effects).await
@@ -197,11 +201,31 @@ impl Worker {
             config: &sandbox_cfg,
             pod_ip: &pod_ip,
         };
-        for s in &acts.start {
+        for s in acts.resume.iter().chain(&acts.start) {
             let Some(c) = spec_container(&self.pod, s.init, s.index).cloned() else {
                 continue;
             };
             self.start_container(&c, s, &at, observed, effects).await;
+        }
+    }
+
+    /// Removes the containers made but never started that will not be (before anything
+    /// new is made in their place).
+    async fn remove_unstarted(&mut self, remove: &[Kill]) {
+        for r in remove {
+            log::info!(
+                "pod {}: removing container {} ({}): {}",
+                self.name(),
+                r.name,
+                r.id,
+                r.reason
+            );
+            match self.ctx.cri.runtime.remove_container(&r.id).await {
+                Err(e) if !e.is_not_found() => {
+                    log::warn!("pod {}: removing container {}: {e}", self.name(), r.id)
+                }
+                _ => {}
+            }
         }
     }
 
