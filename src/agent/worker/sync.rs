@@ -1,8 +1,8 @@
 //! One pass of kubelet's SyncPod: observe the pod on the runtime, prepare its volumes,
 //! compute its actions ([`crate::agent::actions`]) and carry them out (kill, remove,
 //! sandbox, start), then write its status. A pod past its deadline, or in a terminal
-//! phase, only has what still runs stopped. Every failure ends the pass with a wake-up set, so the next pass tries
-//! again; nothing here waits for the runtime in a loop.
+//! phase, only has what still runs stopped. Every failure ends the pass with a wake-up
+//! set, so the next pass tries again; nothing here waits for the runtime in a loop.
 
 use super::sandbox::SandboxRef;
 use super::{Worker, CONFIG_RETRY, RETRY};
