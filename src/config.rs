@@ -37,6 +37,9 @@ impl Serialize for ApiServerConfig {
 /// Where the agent looks for its config when `--config` is not given.
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/tinylet/config.json";
 
+/// A config file larger than this is refused unread (real ones are a few KiB).
+pub const MAX_CONFIG_BYTES: usize = 1 << 20;
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct Config {
@@ -202,7 +205,7 @@ impl std::error::Error for ConfigError {}
 impl Config {
     /// Reads and validates a config file.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path)
+        let text = crate::store::bounded::read_to_string(path, MAX_CONFIG_BYTES)
             .map_err(|e| ConfigError(format!("{}: cannot read: {e}", path.display())))?;
         Self::parse(&text).map_err(|e| ConfigError(format!("{}: {}", path.display(), e.0)))
     }
@@ -542,6 +545,28 @@ mod tests {
         assert!(parse_size("-1").is_err());
         assert!(parse_size("1.5").is_err());
         assert!(parse_size("500m").is_err());
+    }
+
+    #[test]
+    fn oversized_config_is_refused_unread_naming_the_file() {
+        let dir = std::env::temp_dir().join(format!("tinylet-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("config.json");
+        let mut text = "{}".to_string();
+        text.push_str(&" ".repeat(MAX_CONFIG_BYTES - 2));
+        std::fs::write(&path, &text).unwrap();
+        assert!(Config::load(&path).is_ok());
+        text.push(' ');
+        std::fs::write(&path, &text).unwrap();
+        let e = Config::load(&path).unwrap_err().0;
+        assert_eq!(
+            e,
+            format!(
+                "{}: cannot read: larger than the limit of 1048576 bytes; not read",
+                path.display()
+            )
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -9,7 +9,10 @@
 //! failing the pod and killing its containers for good; `runAsNonRoot` refusing a
 //! container whose image runs as root while one with `runAsUser: 1000` runs; an
 //! `emptyDir` with `medium: Memory` being a sized tmpfs inside the container and on the
-//! host, gone from the host once the pod is deleted.
+//! host, gone from the host once the pod is deleted; projected (configMap, secret,
+//! downwardAPI) and downwardAPI volumes read from inside the container, read-only, in
+//! kubelet's `..data` layout, a label change reaching their files without a restart;
+//! a local pod with a service-account token volume waiting with a message naming it.
 //!
 //! Every wait is "eventually, within a generous deadline", so a loaded machine only
 //! makes the tests slower.
@@ -243,4 +246,143 @@ fn memory_empty_dir_is_a_tmpfs_gone_with_the_pod() {
         (!pod_dir.exists()).then_some(())
     });
     assert_eq!(host_mounts_at(&vol), Vec::<String>::new());
+}
+
+/// The objects and the pod of the projected-volume test; `tier` is the label that
+/// changes.
+fn projected_pod(n: &Node, tier: &str) -> Value {
+    let field = |path: &str, f: &str| json!({"path": path, "fieldRef": {"fieldPath": f}});
+    let mut c = sh("app", n.image(), "exec sleep 3600");
+    c["resources"] = json!({"limits": {"cpu": "250m", "memory": "32Mi"}});
+    c["volumeMounts"] = json!([
+        {"name": "all", "mountPath": "/etc/all"},
+        {"name": "info", "mountPath": "/etc/info"},
+    ]);
+    let mut p = pod(
+        "projected",
+        json!({"containers": [c], "volumes": [
+            {"name": "all", "projected": {"defaultMode": 0o440, "sources": [
+                {"configMap": {"name": "pv-cfg", "items": [{"key": "greeting", "path": "conf/greeting"}]}},
+                {"secret": {"name": "pv-sec"}},
+                {"downwardAPI": {"items": [
+                    field("labels", "metadata.labels"),
+                    field("annotations", "metadata.annotations"),
+                    field("namespace", "metadata.namespace"),
+                    field("name", "metadata.name"),
+                    field("uid", "metadata.uid"),
+                    {"path": "cpu", "mode": 0o400, "resourceFieldRef":
+                        {"containerName": "app", "resource": "limits.cpu", "divisor": "1m"}}
+                ]}}
+            ]}},
+            {"name": "info", "downwardAPI": {"items": [
+                field("tier", "metadata.labels['tier']"),
+                field("note", "metadata.annotations['note']"),
+            ]}}
+        ]}),
+    );
+    p["metadata"]["labels"] = json!({"app": "pv", "tier": tier});
+    p["metadata"]["annotations"] = json!({"note": "say \"hi\""});
+    p
+}
+
+#[test]
+fn projected_and_downward_api_volumes_follow_the_pod() {
+    let n = node();
+    n.apply(&json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "pv-cfg", "namespace": NS}, "data": {"greeting": "hello"}}));
+    n.apply(&json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "pv-sec", "namespace": NS}, "stringData": {"pw": "hunter2"}}));
+    n.apply(&projected_pod(n, "one"));
+    let p = n.wait_running("projected", START);
+    let id = container_id(&p, "app");
+    let uid = n.uid("projected");
+    let cat = |f: &str| {
+        let (code, out, err) = n.exec("projected", "app", &["cat", f]);
+        assert_eq!(code, 0, "cat {f}: {err}");
+        out
+    };
+    assert_eq!(cat("/etc/all/conf/greeting"), "hello");
+    assert_eq!(cat("/etc/all/pw"), "hunter2");
+    assert_eq!(cat("/etc/all/labels"), "app=\"pv\"\ntier=\"one\"");
+    assert_eq!(cat("/etc/all/annotations"), r#"note="say \"hi\"""#);
+    assert_eq!(cat("/etc/all/namespace"), NS);
+    assert_eq!(cat("/etc/all/name"), "projected");
+    assert_eq!(cat("/etc/all/uid"), uid);
+    assert_eq!(cat("/etc/all/cpu"), "250");
+    assert_eq!(cat("/etc/info/tier"), "one");
+    assert_eq!(cat("/etc/info/note"), "say \"hi\"");
+    // kubelet's layout, the modes asked for, a read-only tmpfs.
+    let (_, ls, _) = n.exec("projected", "app", &["ls", "-a", "/etc/all"]);
+    assert!(ls.lines().any(|l| l == "..data"), "{ls}");
+    let (_, modes, _) = n.exec(
+        "projected",
+        "app",
+        &["stat", "-L", "-c", "%a %n", "/etc/all/pw", "/etc/all/cpu"],
+    );
+    assert_eq!(modes, "440 /etc/all/pw\n400 /etc/all/cpu\n");
+    let (code, _, _) = n.exec("projected", "app", &["touch", "/etc/all/x"]);
+    assert_ne!(code, 0, "the volume is read-only");
+    let (_, mounts, _) = n.exec("projected", "app", &["cat", "/proc/mounts"]);
+    for at in ["/etc/all", "/etc/info"] {
+        let line = mounts
+            .lines()
+            .find(|l| l.split(' ').nth(1) == Some(at))
+            .unwrap_or_else(|| panic!("{at} not mounted:\n{mounts}"));
+        assert!(
+            line.starts_with("tmpfs ") && line.contains(" ro,"),
+            "{line}"
+        );
+    }
+    // A label changed by re-applying the pod reaches both files, same container.
+    n.apply(&projected_pod(n, "two"));
+    n.wait_exec("projected", "app", &["cat", "/etc/info/tier"], LONG, |o| {
+        o == "two"
+    });
+    assert_eq!(cat("/etc/all/labels"), "app=\"pv\"\ntier=\"two\"");
+    let p = n.pod("projected").unwrap();
+    assert_eq!(container_id(&p, "app"), id, "not restarted");
+    assert_eq!(restarts(&p, "app"), 0);
+    n.delete_pod("projected");
+    wait_for("the projected pod's tmpfs mounts gone", LONG, || {
+        let vols = n.dir.join("pods").join(&uid).join("volumes");
+        let gone = [
+            "kubernetes.io~projected/all",
+            "kubernetes.io~downward-api/info",
+        ]
+        .iter()
+        .all(|v| host_mounts_at(&vols.join(v)).is_empty());
+        gone.then_some(())
+    });
+}
+
+/// The kube-api-access-* volume of a cluster pod, applied as a local pod: there is no
+/// cluster to issue the token, so the container waits and says why.
+#[test]
+fn a_local_pod_with_a_token_volume_waits_naming_it() {
+    let n = node();
+    let mut c = sh("app", n.image(), "exec sleep 3600");
+    c["volumeMounts"] = json!([{"name": "kube-api-access-x1", "readOnly": true,
+        "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}]);
+    n.apply(&pod(
+        "token-local",
+        json!({"serviceAccountName": "default", "containers": [c], "volumes": [
+            {"name": "kube-api-access-x1", "projected": {"defaultMode": 420, "sources": [
+                {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                {"downwardAPI": {"items": [{"path": "namespace",
+                    "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}
+            ]}}
+        ]}),
+    ));
+    let p = n.wait_pod("token-local", "waiting on its token", START, |p| {
+        cstatus(p, "app")["state"]["waiting"]["reason"] == "CreateContainerConfigError"
+    });
+    let msg = cstatus(&p, "app")["state"]["waiting"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        msg.starts_with("volume \"kube-api-access-x1\": sources[0].serviceAccountToken: no token for service account \"default\""),
+        "{msg}"
+    );
+    n.delete_pod("token-local");
 }

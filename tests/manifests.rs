@@ -59,6 +59,82 @@ fn kubectl_run_gets_api_server_defaults() {
     assert!(!json.contains("\"status\""), "{json}");
 }
 
+/// Pods as the v1.20 API server returns them (`kubectl get pod -o json` from the test
+/// control plane, `tests/common/kube.rs`): with BoundServiceAccountTokenVolume the
+/// ServiceAccount admission plugin adds the projected `kube-api-access-*` volume,
+/// without it v1.20's `default-token-*` secret volume.
+#[test]
+fn service_account_volumes_of_the_api_server_parse_and_validate() {
+    let Object::Pod(p) = good("kube-api-access-pod.json") else {
+        panic!("not a pod")
+    };
+    assert_eq!(p.spec.service_account_name, "default");
+    assert_eq!(
+        p.spec.service_account, "",
+        "the alias is folded into the name"
+    );
+    let v = &p.spec.volumes[0];
+    assert!(v.name.starts_with("kube-api-access-"), "{}", v.name);
+    let proj = v.projected.as_ref().unwrap();
+    assert_eq!(proj.default_mode, Some(0o644));
+    let [token, ca, ns] = &proj.sources[..] else {
+        panic!("{proj:?}")
+    };
+    let t = token.service_account_token.as_ref().unwrap();
+    assert_eq!(
+        (t.path.as_str(), t.expiration_seconds),
+        ("token", Some(3607))
+    );
+    assert_eq!(t.audience, "");
+    let cm = ca.config_map.as_ref().unwrap();
+    assert_eq!(cm.name, "kube-root-ca.crt");
+    assert_eq!(
+        (cm.items[0].key.as_str(), cm.items[0].path.as_str()),
+        ("ca.crt", "ca.crt")
+    );
+    let d = &ns.downward_api.as_ref().unwrap().items[0];
+    assert_eq!(d.path, "namespace");
+    assert_eq!(
+        d.field_ref.as_ref().unwrap().field_path,
+        "metadata.namespace"
+    );
+    let m = &p.spec.containers[0].volume_mounts[0];
+    assert_eq!(
+        m.mount_path,
+        "/var/run/secrets/kubernetes.io/serviceaccount"
+    );
+    assert!(m.read_only);
+
+    let Object::Pod(p) = good("default-token-pod.json") else {
+        panic!("not a pod")
+    };
+    let s = p.spec.volumes[0].secret.as_ref().unwrap();
+    assert!(s.secret_name.starts_with("default-token-"), "{s:?}");
+    assert_eq!(s.default_mode, Some(0o644));
+}
+
+/// The defaults of the new volume sources, as the API server's.
+#[test]
+fn projected_and_downward_api_defaults() {
+    let doc = r#"{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+        "spec": {"serviceAccount": "robot", "containers": [{"name": "a", "image": "x"}],
+        "volumes": [
+          {"name": "p", "projected": {"sources": [{"serviceAccountToken": {"path": "t"}},
+            {"downwardAPI": {"items": [{"path": "n", "fieldRef": {"fieldPath": "metadata.name"}}]}}]}},
+          {"name": "d", "downwardAPI": {"items": [{"path": "n", "fieldRef": {"fieldPath": "metadata.name"}}]}}]}}"#;
+    let p = parse_pod("defaults", doc.as_bytes()).unwrap();
+    assert_eq!(p.spec.service_account_name, "robot");
+    let proj = p.spec.volumes[0].projected.as_ref().unwrap();
+    assert_eq!(proj.default_mode, Some(0o644));
+    let t = proj.sources[0].service_account_token.as_ref().unwrap();
+    assert_eq!(t.expiration_seconds, Some(3600));
+    let f = &proj.sources[1].downward_api.as_ref().unwrap().items[0];
+    assert_eq!(f.field_ref.as_ref().unwrap().api_version, "v1");
+    let d = p.spec.volumes[1].downward_api.as_ref().unwrap();
+    assert_eq!(d.default_mode, Some(0o644));
+    assert_eq!(d.items[0].field_ref.as_ref().unwrap().api_version, "v1");
+}
+
 #[test]
 fn full_pod_keeps_every_field() {
     let path = dir("good").join("full-pod.json");
@@ -277,4 +353,40 @@ fn random_garbage_never_panics() {
         let r = std::panic::catch_unwind(|| parse_object("fuzz", &doc));
         assert!(r.is_ok(), "panic on {:?}", String::from_utf8_lossy(&doc));
     }
+}
+
+/// Found by the `manifest` fuzz target: bytes that are not UTF-8 in a field the model
+/// ignores were accepted (serde_json skips such strings unchecked); JSON is UTF-8.
+#[test]
+fn bytes_that_are_not_utf8_are_refused_wherever_they_are() {
+    let bytes = b"{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":\"s\",\n\"token\":\"t\xf6k3n\"}}";
+    assert_eq!(
+        one_message("s.json", bytes),
+        "s.json: metadata.token: invalid unicode code point, JSON must be UTF-8 (line 2, column 11)"
+    );
+}
+
+/// Found by the `manifest` fuzz target: a raw control byte in a key of broken JSON
+/// reached the error message, and so the log line, as it was.
+#[test]
+fn error_messages_carry_no_raw_control_bytes() {
+    let bytes = b"{   \n \"kind\",\n  !certs\"crea\x1fionstamp\": null\n/e\xces";
+    let m = one_message("c.json", bytes);
+    assert!(!m.chars().any(char::is_control), "{m:?}");
+    assert!(m.contains("crea\\u{1f}ionstamp"), "{m:?}");
+}
+
+/// Found by the `manifest` fuzz target: a data key holding a newline (`\n` in JSON)
+/// went into the field path of its error as a raw newline, so a manifest could forge a
+/// line of the agent's log. Every message is one line, whatever its source.
+#[test]
+fn a_key_cannot_forge_a_log_line() {
+    let forged = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},
+        "data":{"x\n2026-01-01T00:00:00Z INFO all good\r\u001b[2K":"v"}}"#;
+    let m = one_message("f\nx.json", forged.as_bytes());
+    assert!(!m.chars().any(char::is_control), "{m:?}");
+    assert!(
+        m.starts_with("f\\nx.json: data[x\\n2026-01-01T00:00:00Z INFO all good\\r\\u{1b}[2K]: "),
+        "{m}"
+    );
 }

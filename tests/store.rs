@@ -371,6 +371,93 @@ fn status_is_written_only_when_it_changes() {
     assert_eq!(third.read_status("default", "web"), Some(st));
 }
 
+/// A sparse file of `len` bytes starting with `head`: the size of the 300 MB
+/// file without writing 300 MB to the test machine's disk.
+fn huge_file(path: &Path, head: &str, len: u64) {
+    std::fs::write(path, head).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_len(len)
+        .unwrap();
+}
+
+#[test]
+fn oversized_and_special_files_are_refused_unread() {
+    const HUGE: u64 = 300 << 20;
+    let s = Scratch::new("oversized");
+    let fw = s.firmware();
+    std::fs::create_dir_all(&fw).unwrap();
+    huge_file(
+        &fw.join("10-huge.json"),
+        &pod_json("default", "fw-huge", "x"),
+        HUGE,
+    );
+    std::fs::write(fw.join("20-ok.json"), pod_json("default", "fw-ok", "x")).unwrap();
+    let mut store = Store::open_at(&s.state(), std::slice::from_ref(&fw)).unwrap();
+    store.apply(pod("default", "good", "nginx")).unwrap();
+    let pods = s.state().join("desired/pods");
+    // A valid object at the limit is read; one byte more is refused without parsing.
+    let padded = |n: usize| {
+        let mut text = pod_json("default", "edge", "nginx");
+        text.push_str(&" ".repeat(n - text.len()));
+        text
+    };
+    std::fs::write(pods.join("default_edge.json"), padded(1 << 20)).unwrap();
+    huge_file(
+        &pods.join("default_huge.json"),
+        &pod_json("default", "huge", "x"),
+        HUGE,
+    );
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        pods.join("default_fifo.json"),
+        rustix::fs::Mode::from(0o644),
+    )
+    .unwrap();
+
+    let start = std::time::Instant::now();
+    let desired = store.desired_pods();
+    let got: Vec<&str> = desired.iter().map(|p| p.metadata.name.as_str()).collect();
+    assert_eq!(got, ["edge", "fw-ok", "good"]);
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+    // The huge file is quarantined (moved, not copied); the FIFO is skipped, never
+    // opened for a blocking read; the firmware's is left where it is.
+    let q = names(&s.state().join("quarantine"));
+    assert!(
+        q.len() == 1 && q[0].ends_with("-pods-default_huge.json"),
+        "{q:?}"
+    );
+    assert_eq!(
+        names(&pods),
+        [
+            "default_edge.json",
+            "default_fifo.json",
+            "default_good.json"
+        ]
+    );
+    assert!(fw.join("10-huge.json").exists());
+    std::fs::write(pods.join("default_edge.json"), padded((1 << 20) + 1)).unwrap();
+    assert_eq!(store.desired_pods().len(), 2);
+    assert_eq!(names(&s.state().join("quarantine")).len(), 2);
+
+    // A huge status file reads as absent and is replaced by the next report.
+    let st = PodStatus {
+        phase: Some(PodPhase::Running),
+        ..Default::default()
+    };
+    let status = s.state().join("status/default_good.json");
+    huge_file(&status, "{}", HUGE);
+    assert_eq!(store.read_status("default", "good"), None);
+    assert!(store.write_status("default", "good", &st).unwrap());
+    assert_eq!(store.read_status("default", "good"), Some(st));
+}
+
 #[test]
 fn temp_files_are_skipped_and_stale_ones_cleaned() {
     let s = Scratch::new("temps");

@@ -341,11 +341,11 @@ fn volumes_and_mounts() {
         json!([]),
         &["spec.volumes[1].name: duplicate volume name \"d\""],
     );
-    v(json!([{"name": "d"}]), json!([]), &["spec.volumes[0]: must specify exactly one of emptyDir, hostPath, configMap, secret, got none"]);
+    v(json!([{"name": "d"}]), json!([]), &["spec.volumes[0]: must specify exactly one of emptyDir, hostPath, configMap, secret, projected, downwardAPI, got none"]);
     v(
         json!([{"name": "d", "emptyDir": {}, "hostPath": {"path": "/x"}}]),
         json!([]),
-        &["spec.volumes[0]: must specify exactly one of emptyDir, hostPath, configMap, secret, got emptyDir, hostPath"],
+        &["spec.volumes[0]: must specify exactly one of emptyDir, hostPath, configMap, secret, projected, downwardAPI, got emptyDir, hostPath"],
     );
     v(json!([{"name": "D_1", "emptyDir": {}}]), json!([]), &["spec.volumes[0].name: must be a DNS-1123 label (at most 63 lowercase letters, digits or '-', starting and ending with a letter or digit), got \"D_1\""]);
     v(
@@ -397,6 +397,108 @@ fn volumes_and_mounts() {
         json!([]),
         json!([{"mountPath": "/x"}]),
         &[&format!("{m}[0].name: required")],
+    );
+}
+
+/// Projected and downwardAPI volumes, as `validateProjectedVolumeSource` and
+/// `validateDownwardAPIVolumeSource`: the volume-only field paths, token lifetimes,
+/// paths unique across sources and not starting with `..`, divisors per resource.
+#[test]
+fn projected_and_downward_api_volumes() {
+    let v = |vols: Value, want: &[&str]| {
+        pod(
+            json!({"spec": {"volumes": vols, "serviceAccountName": "default",
+                "containers": [{"name": "app", "image": "x"}]}}),
+            want,
+        )
+    };
+    let field = |path: &str, f: &str| json!({"path": path, "fieldRef": {"fieldPath": f}});
+    // The kube-api-access-* volume every pod of a default cluster gets.
+    v(
+        json!([{"name": "kube-api-access-7k67b", "projected": {"defaultMode": 420, "sources": [
+            {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+            {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+            {"downwardAPI": {"items": [field("namespace", "metadata.namespace")]}}]}}]),
+        &[],
+    );
+    v(
+        json!([{"name": "info", "downwardAPI": {"items": [
+            field("a", "metadata.name"), field("b", "metadata.uid"),
+            field("c", "metadata.labels"), field("d", "metadata.annotations"),
+            field("e", "metadata.labels['app']"),
+            field("f", "metadata.annotations['example.com/x']"),
+            {"path": "g", "resourceFieldRef": {"containerName": "app", "resource": "limits.memory", "divisor": "1Mi"}},
+            {"path": "h", "resourceFieldRef": {"containerName": "app", "resource": "requests.cpu", "divisor": "1m"}}]}}]),
+        &[],
+    );
+    let p = "spec.volumes[0].projected";
+    v(
+        json!([{"name": "p", "projected": {"defaultMode": 512, "sources": [
+            {},
+            {"configMap": {"name": "", "items": [{"key": "k", "path": "..data"}]},
+             "secret": {"name": "S", "defaultMode": 420, "items": [{"key": "k", "path": "dup", "mode": 512}]}},
+            {"secret": {"name": "s", "items": [{"key": "k", "path": "dup"}]}},
+            {"serviceAccountToken": {"expirationSeconds": 599, "path": ""}},
+            {"serviceAccountToken": {"expirationSeconds": 4294967297_i64, "path": "/t"}},
+            {"downwardAPI": {"defaultMode": 420, "items": [
+                field("node", "spec.nodeName"),
+                {"path": "v2", "fieldRef": {"apiVersion": "v2", "fieldPath": "metadata.name"}},
+                {"path": "both", "fieldRef": {"fieldPath": "metadata.name"},
+                 "resourceFieldRef": {"containerName": "app", "resource": "limits.cpu"}},
+                {"path": "neither"},
+                {"path": "cpu", "resourceFieldRef": {"resource": "limits.cpu", "divisor": "2"}},
+                {"path": "mem", "resourceFieldRef": {"containerName": "zz", "resource": "limits.memory", "divisor": "1m"}},
+                {"path": "gpu", "resourceFieldRef": {"containerName": "app", "resource": "limits.gpu"}}]}}]}}]),
+        &[
+            &format!("{p}.defaultMode: must be a file mode 0-0777 (0-511), got 512"),
+            &format!("{p}.sources[0]: must specify exactly one of configMap, secret, downwardAPI, serviceAccountToken, got none"),
+            &format!("{p}.sources[1]: must specify exactly one of configMap, secret, downwardAPI, serviceAccountToken, got configMap, secret"),
+            &format!("{p}.sources[1].configMap.name: required"),
+            &format!("{p}.sources[1].configMap.items[0].path: must not start with '..', got \"..data\""),
+            &format!("{p}.sources[1].secret.defaultMode: not allowed in a projection (the volume's defaultMode applies)"),
+            &format!("{p}.sources[1].secret.name: must be a DNS-1123 subdomain (at most 253 lowercase letters, digits, '-' or '.', each dot-separated part starting and ending with a letter or digit), got \"S\""),
+            &format!("{p}.sources[1].secret.items[0].mode: must be a file mode 0-0777 (0-511), got 512"),
+            &format!("{p}.sources[2].secret.items[0].path: conflicting duplicate path \"dup\" (also {p}.sources[1].secret.items[0].path)"),
+            &format!("{p}.sources[3].serviceAccountToken.expirationSeconds: may not specify a duration less than 10 minutes, got 599"),
+            &format!("{p}.sources[3].serviceAccountToken.path: required"),
+            &format!("{p}.sources[4].serviceAccountToken.expirationSeconds: may not specify a duration larger than 2^32 seconds, got 4294967297"),
+            &format!("{p}.sources[4].serviceAccountToken.path: must be a relative path, got \"/t\""),
+            &format!("{p}.sources[5].downwardAPI.defaultMode: not allowed in a projection (the volume's defaultMode applies)"),
+            &format!("{p}.sources[5].downwardAPI.items[0].fieldRef.fieldPath: must be one of metadata.name, metadata.namespace, metadata.uid, metadata.labels, metadata.annotations, metadata.labels['KEY'], metadata.annotations['KEY'] (in a volume; spec.* and status.* are for env only), got \"spec.nodeName\""),
+            &format!("{p}.sources[5].downwardAPI.items[1].fieldRef.apiVersion: must be \"v1\", got \"v2\""),
+            &format!("{p}.sources[5].downwardAPI.items[2]: must specify exactly one of fieldRef, resourceFieldRef, got fieldRef, resourceFieldRef"),
+            &format!("{p}.sources[5].downwardAPI.items[3]: must specify exactly one of fieldRef, resourceFieldRef, got none"),
+            &format!("{p}.sources[5].downwardAPI.items[4].resourceFieldRef.containerName: required"),
+            &format!("{p}.sources[5].downwardAPI.items[4].resourceFieldRef.divisor: must be 1m or 1 for limits.cpu, got 2"),
+            &format!("{p}.sources[5].downwardAPI.items[5].resourceFieldRef.containerName: must name a container of the pod, got \"zz\""),
+            &format!("{p}.sources[5].downwardAPI.items[5].resourceFieldRef.divisor: must be one of 1, 1k, 1M, 1G, 1T, 1P, 1E, 1Ki, 1Mi, 1Gi, 1Ti, 1Pi, 1Ei for limits.memory, got 1m"),
+            &format!("{p}.sources[5].downwardAPI.items[6].resourceFieldRef.resource: must be one of limits.cpu, limits.memory, limits.ephemeral-storage, requests.cpu, requests.memory, requests.ephemeral-storage, got \"limits.gpu\""),
+        ],
+    );
+    let d = "spec.volumes[0].downwardAPI";
+    v(
+        json!([{"name": "d", "downwardAPI": {"defaultMode": -1, "items": [
+            {"path": "/abs", "fieldRef": {"fieldPath": "status.podIP"}, "mode": 1000},
+            field("x", "metadata.labels['bad key']"),
+            field("x", "metadata.name")]}}]),
+        &[
+            &format!("{d}.defaultMode: must be a file mode 0-0777 (0-511), got -1"),
+            &format!("{d}.items[0].path: must be a relative path, got \"/abs\""),
+            &format!("{d}.items[0].mode: must be a file mode 0-0777 (0-511), got 1000"),
+            &format!("{d}.items[0].fieldRef.fieldPath: must be one of metadata.name, metadata.namespace, metadata.uid, metadata.labels, metadata.annotations, metadata.labels['KEY'], metadata.annotations['KEY'] (in a volume; spec.* and status.* are for env only), got \"status.podIP\""),
+            &format!("{d}.items[1].fieldRef.fieldPath: must be one of metadata.name, metadata.namespace, metadata.uid, metadata.labels, metadata.annotations, metadata.labels['KEY'], metadata.annotations['KEY'] (in a volume; spec.* and status.* are for env only), got \"metadata.labels['bad key']\""),
+            &format!("{d}.items[2].path: conflicting duplicate path \"x\" (also {d}.items[1].path)"),
+        ],
+    );
+    // Plain configMap and secret items may not start with '..' either (the agent's
+    // `..data` lives there); serviceAccountName names a service account.
+    v(
+        json!([{"name": "c", "configMap": {"name": "c", "items": [{"key": "k", "path": "..data"}]}}]),
+        &["spec.volumes[0].configMap.items[0].path: must not start with '..', got \"..data\""],
+    );
+    pod(
+        json!({"spec": {"serviceAccountName": "Bad_SA", "containers": [{"name": "a", "image": "x"}]}}),
+        &["spec.serviceAccountName: must be a DNS-1123 subdomain (at most 253 lowercase letters, digits, '-' or '.', each dot-separated part starting and ending with a letter or digit), got \"Bad_SA\""],
     );
 }
 

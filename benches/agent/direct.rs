@@ -14,16 +14,16 @@ use tinylet::kuberuntime::env::{Objects, PodFacts};
 use tinylet::kuberuntime::labels;
 use tinylet::kuberuntime::sandbox::{log_directory, sandbox_config};
 use tinylet::kuberuntime::security::SeccompPolicy;
-use tinylet::model::{parse_pod, ConfigMap, Secret};
+use tinylet::model::{parse_pod, ConfigMap, Pod, Secret};
 
 /// The bench pods refer to no configMap or secret.
 struct NoObjects;
 
 impl Objects for NoObjects {
-    fn configmap(&self, _: &str, _: &str) -> Option<ConfigMap> {
+    fn configmap(&self, _: &Pod, _: &str) -> Option<ConfigMap> {
         None
     }
-    fn secret(&self, _: &str, _: &str) -> Option<Secret> {
+    fn secret(&self, _: &Pod, _: &str) -> Option<Secret> {
         None
     }
 }

@@ -7,7 +7,7 @@ use super::silent_registries::SilentRegistries;
 use crate::config::Config;
 use crate::cri::CriClient;
 use crate::kuberuntime::env::Objects;
-use crate::model::{ConfigMap, Secret};
+use crate::model::{ConfigMap, Pod, Secret};
 use crate::store::Store;
 use std::cell::RefCell;
 
@@ -24,10 +24,14 @@ pub struct Context {
 }
 
 impl Objects for Context {
-    fn configmap(&self, namespace: &str, name: &str) -> Option<ConfigMap> {
-        self.store.borrow_mut().get_configmap(namespace, name)
+    fn configmap(&self, pod: &Pod, name: &str) -> Option<ConfigMap> {
+        let ns = &pod.metadata.namespace;
+        self.store
+            .borrow_mut()
+            .configmap_for(pod.source(), ns, name)
     }
-    fn secret(&self, namespace: &str, name: &str) -> Option<Secret> {
-        self.store.borrow_mut().get_secret(namespace, name)
+    fn secret(&self, pod: &Pod, name: &str) -> Option<Secret> {
+        let ns = &pod.metadata.namespace;
+        self.store.borrow_mut().secret_for(pod.source(), ns, name)
     }
 }

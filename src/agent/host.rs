@@ -5,6 +5,11 @@
 use crate::config::Config;
 use crate::kuberuntime::dns::{parse_resolv_conf, ResolvConf};
 use crate::kuberuntime::resources::mem_capacity;
+use crate::store::bounded;
+
+/// The most of the host's resolv.conf read: real ones are a few hundred bytes, and
+/// only the first few servers and search domains are used.
+const MAX_RESOLV_CONF_BYTES: usize = 64 << 10;
 
 #[derive(Debug, Clone, Default)]
 pub struct HostFacts {
@@ -16,21 +21,17 @@ pub struct HostFacts {
 
 impl HostFacts {
     pub fn detect(cfg: &Config) -> HostFacts {
-        let node_name = if cfg.node_name.is_empty() {
-            rustix::system::uname()
-                .nodename()
-                .to_string_lossy()
-                .into_owned()
-        } else {
-            cfg.node_name.clone()
-        };
-        let resolv_text = std::fs::read_to_string(&cfg.resolv_conf).unwrap_or_else(|e| {
-            log::warn!(
-                "{}: cannot read ({e}); pods get no DNS servers from the host",
-                cfg.resolv_conf.display()
-            );
-            String::new()
-        });
+        // The API's spelling (lowercase, `apiServer.nodeName` first): pods see it as
+        // `spec.nodeName`, the cluster as the Node's name.
+        let node_name = cfg.effective_node_name();
+        let resolv_text = bounded::read_to_string(&cfg.resolv_conf, MAX_RESOLV_CONF_BYTES)
+            .unwrap_or_else(|e| {
+                log::warn!(
+                    "{}: cannot read ({e}); pods get no DNS servers from the host",
+                    cfg.resolv_conf.display()
+                );
+                String::new()
+            });
         let fib = std::fs::read_to_string("/proc/net/fib_trie").unwrap_or_default();
         let route = std::fs::read_to_string("/proc/net/route").unwrap_or_default();
         HostFacts {

@@ -203,11 +203,7 @@ pub async fn pull(
         .spec
         .image_pull_secrets
         .iter()
-        .filter_map(|r| {
-            ctx.store
-                .borrow_mut()
-                .get_secret(&pod.metadata.namespace, &r.name)
-        })
+        .filter_map(|r| crate::kuberuntime::env::Objects::secret(ctx, pod, &r.name))
         .collect();
     let refs: Vec<&Secret> = secrets.iter().collect();
     let creds = pull_credentials(&refs, image);

@@ -15,10 +15,15 @@ use std::time::{Duration, Instant};
 /// Default grace period when the pod gives none.
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(30);
 
-/// The pod's grace period.
+/// The pod's grace period: the one its deletion asked for when the API server is
+/// deleting it (`kubectl delete --grace-period`), else its spec's.
 pub fn grace_period(pod: &Pod) -> Duration {
-    pod.spec
-        .termination_grace_period_seconds
+    let deletion = pod
+        .terminating()
+        .then_some(pod.metadata.deletion_grace_period_seconds)
+        .flatten();
+    deletion
+        .or(pod.spec.termination_grace_period_seconds)
         .map_or(DEFAULT_GRACE, |s| Duration::from_secs(s.max(0) as u64))
 }
 
@@ -105,5 +110,26 @@ pub async fn remove_pod(ctx: &Context, observed: &ObservedPod) {
                 log::warn!("removing sandbox {}: {e}", s.id);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::pod::Source;
+
+    #[test]
+    fn a_cluster_deletion_grace_wins_over_the_spec() {
+        let mut pod = Pod::default();
+        assert_eq!(grace_period(&pod), DEFAULT_GRACE);
+        pod.spec.termination_grace_period_seconds = Some(60);
+        pod.metadata.deletion_grace_period_seconds = Some(4);
+        assert_eq!(grace_period(&pod), Duration::from_secs(60), "not deleting");
+        pod.metadata.deletion_timestamp = Some("2026-12-01T10:00:00Z".into());
+        assert_eq!(grace_period(&pod), Duration::from_secs(60), "a local pod");
+        pod.set_source(Source::Api);
+        assert_eq!(grace_period(&pod), Duration::from_secs(4));
+        pod.metadata.deletion_grace_period_seconds = Some(-1);
+        assert_eq!(grace_period(&pod), Duration::ZERO);
     }
 }

@@ -11,6 +11,13 @@
 //! already damaged), the file is left where it is and the pod's containers are not
 //! taken for orphans (matched by namespace and name): they run unsupervised until the
 //! file is fixed (`apply`) or removed (`delete`), and the error log says so.
+//!
+//! A cluster pod the API server is deleting ([`Pod::terminating`]) is stopped by its
+//! worker with the deletion's grace period (a worker is started for it if it has none,
+//! e.g. after an agent restart); once that worker is done, nothing of the pod is left on
+//! the runtime and the store is told ([`crate::store::Store::pod_terminated`]), so the
+//! uplink can delete the pod from the API. Its file stays until then, and no worker is
+//! started for it again meanwhile.
 
 use super::context::Context;
 use super::housekeeping::Housekeeping;
@@ -119,10 +126,14 @@ impl SyncLoop {
         self.store_changes();
         self.relist().await;
         let before = self.workers.len();
+        let ctx = &self.ctx;
         self.workers.retain(|uid, w| {
             let done = w.deleting && w.task.is_finished();
             if done {
                 log::debug!("worker of pod {uid} finished");
+                if w.pod.terminating() {
+                    ctx.store.borrow_mut().pod_terminated(&w.pod);
+                }
             }
             !done
         });
@@ -169,6 +180,10 @@ impl SyncLoop {
         let mut seen = BTreeSet::new();
         for pod in desired {
             let uid = pod.metadata.uid.clone();
+            if pod.terminating() {
+                self.terminating(pod);
+                continue;
+            }
             seen.insert(uid.clone());
             match self.workers.get_mut(&uid) {
                 Some(w) if w.deleting => {}
@@ -216,6 +231,37 @@ impl SyncLoop {
             );
             w.deleting = true;
             let _ = w.tx.try_send(Msg::Delete);
+        }
+    }
+
+    /// A cluster pod the API server is deleting: its worker stops it with the deletion's
+    /// grace period (preStop hooks first) and removes it; a new worker does only that
+    /// (see the module doc). Once it has finished, nothing more is done here.
+    fn terminating(&mut self, pod: Pod) {
+        let uid = pod.metadata.uid.clone();
+        let (ns, name) = (&pod.metadata.namespace, &pod.metadata.name);
+        let grace = super::kill::grace_period(&pod);
+        match self.workers.get_mut(&uid) {
+            Some(w) if w.deleting => {}
+            Some(w) => {
+                log::info!("pod {ns}/{name}: deleted in the cluster (grace period {grace:?})");
+                w.pod = pod.clone();
+                w.deleting = true;
+                let _ = w.tx.try_send(Msg::Update(Box::new(pod)));
+                let _ = w.tx.try_send(Msg::Delete);
+            }
+            None if self.ctx.store.borrow().is_terminated(&uid) => {}
+            None => {
+                log::info!("pod {ns}/{name}: deleted in the cluster; making sure it is stopped");
+                let (tx, task) = worker::spawn(self.ctx.clone(), pod.clone(), false);
+                let handle = WorkerHandle {
+                    tx,
+                    task,
+                    pod,
+                    deleting: true,
+                };
+                self.workers.insert(uid, handle);
+            }
         }
     }
 

@@ -2,12 +2,15 @@
 //! removes objects from the store, printing `pod "web" deleted` as kubectl does.
 //!
 //! Exit 3 when an object does not exist; exit 1 when it exists only in a read-only
-//! manifest directory (the message names the file). Deleting an override of a firmware
-//! object says that the firmware copy applies again.
+//! manifest directory (the message names the file), or is the cluster's (a pod bound to
+//! this node, or an object such a pod references: the message names the API server and
+//! the kubectl command). Deleting an override of a firmware object says that the
+//! firmware copy applies again.
 
 use super::args::Args;
 use super::output::emit;
 use super::{load_config, CliError};
+use crate::config::Config;
 use crate::store::{Deleted, Kind, Store, StoreError};
 
 const VALUE_OPTS: &[&str] = &["n", "namespace", "config", "state-dir"];
@@ -31,6 +34,11 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
             Err(e) => {
                 let err = match e {
                     StoreError::NotFound(_) => CliError::not_found(e.to_string()),
+                    StoreError::Cluster(_) => CliError::failed(format!(
+                        "{kind} {ns}/{name} is managed by the cluster at {}: use kubectl \
+                         delete {kind} -n {ns} {name}",
+                        cluster_server(&cfg)
+                    )),
                     StoreError::Invalid(_) => CliError::usage(e.to_string()),
                     _ => CliError::failed(e.to_string()),
                 };
@@ -41,6 +49,20 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
         }
     }
     last_err.map_or(Ok(()), Err)
+}
+
+/// The API server the node joined, for messages: its URL from the kubeconfig, else the
+/// kubeconfig's path.
+fn cluster_server(cfg: &Config) -> String {
+    #[cfg(feature = "uplink")]
+    if let Some(api) = &cfg.api_server {
+        return match crate::uplink::kubeconfig::load(&api.kubeconfig) {
+            Ok(kc) => format!("https://{}{}", kc.server.authority(), kc.server.prefix),
+            Err(_) => format!("the kubeconfig {}", api.kubeconfig.display()),
+        };
+    }
+    let _ = cfg;
+    "(no apiServer in the config)".into()
 }
 
 /// Parses `KIND NS/NAME...`, `KIND NAME... -n NS` or `KIND/NAME...`.

@@ -2,7 +2,8 @@
 //!
 //! - `get pods [NAME...] [-A | -n NS] [-o json|wide]`: NAMESPACE (with `-A`), NAME,
 //!   READY, STATUS, RESTARTS, AGE from the store and the status files; `wide` adds IP,
-//!   NODE and SOURCE (`state` or the firmware manifest file).
+//!   NODE and SOURCE (`state`, the firmware manifest file, or `cluster`: bound to this
+//!   node in the cluster it joined).
 //! - `get pod NS/NAME [-o json]`: one pod; JSON includes its last status.
 //! - `get configmaps|secrets [-A | -n NS] [-o json]`: NAME, (TYPE,) DATA, AGE.
 //! - `get node [-o json]`: node name, runtime endpoint, pod counts.
@@ -240,6 +241,7 @@ fn source(origin: &Origin) -> String {
     match origin {
         Origin::State => "state".into(),
         Origin::Firmware(path) => path.display().to_string(),
+        Origin::Cluster => "cluster".into(),
     }
 }
 

@@ -48,8 +48,15 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
         runtime_name: RefCell::new(String::new()),
         silent_registries: Default::default(),
     });
+    #[cfg(feature = "uplink")]
+    let uplink = crate::uplink::agent::new(&ctx)
+        .map_err(|e| CliError::failed(format!("apiServer.kubeconfig: {e}")))?;
     crate::rt::block_on(async move {
         wait_for_runtime(&ctx).await;
+        #[cfg(feature = "uplink")]
+        if let Some(u) = &uplink {
+            crate::uplink::agent::start(u);
+        }
         SyncLoop::new(ctx).run().await;
     });
     Ok(())

@@ -234,7 +234,7 @@ mod tests {
             }
             Err(e) => panic!("binding: {e}"),
         }
-        tmpfs::ensure_secret(&secret, 1 << 20).unwrap();
+        tmpfs::ensure_sized(&secret, 1 << 20, 0o700).unwrap();
         let r = sweep(&pods, &logs, &HashSet::new(), &HashSet::new());
         assert_eq!(r.removed, [pods.join("gone")], "{r:?}");
         assert!(r.failed.is_empty(), "{r:?}");

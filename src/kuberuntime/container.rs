@@ -171,10 +171,10 @@ mod tests {
 
     struct NoObjects;
     impl Objects for NoObjects {
-        fn configmap(&self, _: &str, _: &str) -> Option<ConfigMap> {
+        fn configmap(&self, _: &Pod, _: &str) -> Option<ConfigMap> {
             None
         }
-        fn secret(&self, _: &str, _: &str) -> Option<Secret> {
+        fn secret(&self, _: &Pod, _: &str) -> Option<Secret> {
             None
         }
     }

@@ -7,12 +7,30 @@
 pub use super::expand::Env;
 use super::SyncError;
 use crate::model::container::{EnvVar, ResourceFieldSelector};
+use crate::model::projected::ServiceAccountTokenProjection;
 use crate::model::{ConfigMap, Container, Pod, Secret};
 
-/// Lookups of the objects a pod refers to (implemented by the store).
+/// Lookups of the objects a pod refers to (implemented by the store): `name` in the
+/// pod's namespace, from the pod's own source (a cluster pod sees only the cluster's
+/// objects, a local pod only the device's; see [`crate::model::pod::Source`]).
 pub trait Objects {
-    fn configmap(&self, namespace: &str, name: &str) -> Option<ConfigMap>;
-    fn secret(&self, namespace: &str, name: &str) -> Option<Secret>;
+    fn configmap(&self, pod: &Pod, name: &str) -> Option<ConfigMap>;
+    fn secret(&self, pod: &Pod, name: &str) -> Option<Secret>;
+
+    /// The service-account token a projected `serviceAccountToken` source of `pod`
+    /// shows, or why there is none (the container waits with that message). Only the
+    /// cluster issues tokens (the uplink keeps them in the store's `cluster/tokens/`);
+    /// this default is a local pod's answer.
+    fn service_account_token(
+        &self,
+        pod: &Pod,
+        _source: &ServiceAccountTokenProjection,
+    ) -> Result<Vec<u8>, String> {
+        Err(format!(
+            "no token for service account {:?}: tokens come only from the cluster, and none is held for this pod",
+            pod.spec.service_account_name
+        ))
+    }
 }
 
 /// Runtime facts a `fieldRef` can ask for.
@@ -31,17 +49,16 @@ pub fn container_env(
     facts: &PodFacts,
     objects: &dyn Objects,
 ) -> Result<Env, SyncError> {
-    let ns = &pod.metadata.namespace;
     let mut env = Env::default();
     for from in &c.env_from {
         let entries = if let Some(r) = &from.config_map_ref {
-            match objects.configmap(ns, &r.name) {
+            match objects.configmap(pod, &r.name) {
                 Some(cm) => cm.entries(),
                 None if r.optional == Some(true) => continue,
                 None => return Err(config_error(format!("configmap \"{}\" not found", r.name))),
             }
         } else if let Some(r) = &from.secret_ref {
-            match objects.secret(ns, &r.name) {
+            match objects.secret(pod, &r.name) {
                 Some(s) => s.entries(),
                 None if r.optional == Some(true) => continue,
                 None => return Err(config_error(format!("secret \"{}\" not found", r.name))),
@@ -92,10 +109,10 @@ fn value_from(
         return resource_value(c, r).map(Some);
     }
     let (kind, sel, value) = if let Some(sel) = &src.config_map_key_ref {
-        let obj = objects.configmap(ns, &sel.name);
+        let obj = objects.configmap(pod, &sel.name);
         ("configmap", sel, obj.as_ref().map(|o| o.get(&sel.key)))
     } else if let Some(sel) = &src.secret_key_ref {
-        let obj = objects.secret(ns, &sel.name);
+        let obj = objects.secret(pod, &sel.name);
         ("secret", sel, obj.as_ref().map(|o| o.get(&sel.key)))
     } else {
         return Ok(None);
@@ -124,7 +141,7 @@ fn field_value(pod: &Pod, facts: &PodFacts, path: &str) -> Result<String, SyncEr
         "metadata.namespace" => m.namespace.clone(),
         "metadata.uid" => m.uid.clone(),
         "spec.nodeName" => facts.node_name.clone(),
-        "spec.serviceAccountName" => String::new(),
+        "spec.serviceAccountName" => pod.spec.service_account_name.clone(),
         "status.podIP" | "status.podIPs" => facts.pod_ip.clone(),
         "status.hostIP" | "status.hostIPs" => facts.host_ip.clone(),
         _ => {
@@ -142,7 +159,10 @@ fn field_value(pod: &Pod, facts: &PodFacts, path: &str) -> Result<String, SyncEr
 /// `limits.cpu`, `requests.memory`, ... of the container, divided by the divisor
 /// (default 1) and rounded up, as kubelet does. A missing limit reads as 0 here
 /// (kubelet would use the node's allocatable; a gateway has no such accounting).
-fn resource_value(c: &Container, r: &ResourceFieldSelector) -> Result<String, SyncError> {
+pub(super) fn resource_value(
+    c: &Container,
+    r: &ResourceFieldSelector,
+) -> Result<String, SyncError> {
     let (map, name) = match r.resource.split_once('.') {
         Some(("limits", n)) => (&c.resources.limits, n),
         Some(("requests", n)) => (&c.resources.requests, n),

@@ -1,5 +1,6 @@
 //! kubelet's kuberuntime, reduced: pods to CRI sandbox/container configs, status back.
 pub mod dns;
+pub mod downward_api;
 pub mod env;
 pub mod expand;
 pub mod hash;
@@ -34,11 +35,13 @@ impl std::fmt::Display for SyncError {
 }
 
 impl std::error::Error for SyncError {}
+pub mod atomic_writer;
 pub mod beneath;
 pub mod bind;
 pub mod container;
 pub mod mountinfo;
 pub mod pod_dir;
+pub mod projected;
 pub mod resources;
 pub mod status;
 pub mod termination;

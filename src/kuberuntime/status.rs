@@ -106,6 +106,7 @@ pub fn pod_status(input: &StatusInput) -> PodStatus {
                 .and_then(|p| p.start_time.clone())
                 .unwrap_or_else(|| input.now.to_string()),
         ),
+        qos_class: super::resources::qos_class(pod).as_str().to_string(),
         ..Default::default()
     };
     if let Some((reason, message)) = input.failed {

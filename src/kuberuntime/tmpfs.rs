@@ -8,12 +8,14 @@
 //! - `emptyDir.medium: Memory` (`podsDir/UID/volumes/kubernetes.io~empty-dir/NAME`):
 //!   `sizeLimit` becomes the `size=` option; without it the kernel's default applies
 //!   (half of RAM). `nosuid,nodev`: a scratch volume needs neither.
-//! - secret volumes (`.../kubernetes.io~secret/NAME`), so secret data never rests on
-//!   flash: `nosuid,nodev,noexec`, `mode=0700`, and a size from [`secret_size`]: twice
-//!   the page-rounded bytes of the volume's files (an update writes each new file beside
-//!   the old one before renaming it over) plus 64 KiB, grown by a remount when an
-//!   updated secret needs more. The data itself is bounded already (a manifest is at
-//!   most 1 MiB); the size only keeps the mount from holding more than that.
+//! - secret, projected and downwardAPI volumes (`.../kubernetes.io~{secret,projected,
+//!   downward-api}/NAME`), so secret data and tokens never rest on flash:
+//!   `nosuid,nodev,noexec`, `mode=0700` for a secret (0755 for the others: non-root
+//!   containers read their token), and a size from [`secret_size`]: twice the
+//!   page-rounded bytes of the volume's files (an update writes the new files beside
+//!   the old ones before switching) plus 64 KiB, grown by a remount when an update
+//!   needs more. The data itself is bounded already (a manifest is at most 1 MiB); the
+//!   size only keeps the mount from holding more than that.
 
 use rustix::mount::{MountFlags, UnmountFlags};
 use std::ffi::CString;
@@ -25,6 +27,17 @@ use std::path::Path;
 pub const EMPTY_DIR_PLUGIN: &str = "kubernetes.io~empty-dir";
 /// The secret plugin's directory under a pod's directory.
 pub const SECRET_PLUGIN: &str = "kubernetes.io~secret";
+/// The projected plugin's.
+pub const PROJECTED_PLUGIN: &str = "kubernetes.io~projected";
+/// The downwardAPI plugin's.
+pub const DOWNWARD_API_PLUGIN: &str = "kubernetes.io~downward-api";
+/// Every plugin directory whose volumes may be tmpfs mounts.
+const TMPFS_PLUGINS: [&str; 4] = [
+    EMPTY_DIR_PLUGIN,
+    SECRET_PLUGIN,
+    PROJECTED_PLUGIN,
+    DOWNWARD_API_PLUGIN,
+];
 
 /// tmpfs accounts file data in whole pages.
 const PAGE: u64 = 4096;
@@ -59,19 +72,20 @@ pub fn ensure(dir: &Path, size_limit: Option<i64>) -> io::Result<bool> {
     Ok(true)
 }
 
-/// The tmpfs size of a secret volume holding files of these sizes (see the module doc).
+/// The tmpfs size of a secret (projected, downwardAPI) volume holding files of these
+/// sizes (see the module doc).
 pub fn secret_size(file_sizes: impl Iterator<Item = usize>) -> u64 {
     let pages: u64 = file_sizes.map(|n| (n as u64).div_ceil(PAGE) * PAGE).sum();
     2 * pages + SECRET_SLACK
 }
 
-/// Mounts the secret volume's tmpfs of `size` bytes on `dir` (an empty directory)
-/// unless one is there; a mounted one smaller than `size` is grown by a remount.
-/// True when it mounted one.
-pub fn ensure_secret(dir: &Path, size: u64) -> io::Result<bool> {
+/// Mounts the tmpfs of a secret (projected, downwardAPI) volume, `size` bytes, its
+/// root `mode`, on `dir` (an empty directory) unless one is there; a mounted one smaller
+/// than `size` is grown by a remount. True when it mounted one.
+pub fn ensure_sized(dir: &Path, size: u64, mode: u32) -> io::Result<bool> {
     let flags = MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC;
     if !is_mount_point(dir)? {
-        mount(dir, flags, &format!("size={size},mode=700"))?;
+        mount(dir, flags, &format!("size={size},mode={mode:o}"))?;
         return Ok(true);
     }
     let st = rustix::fs::statvfs(dir)?;
@@ -88,13 +102,13 @@ fn mount(dir: &Path, flags: MountFlags, options: &str) -> io::Result<()> {
     Ok(())
 }
 
-/// Unmounts every mount on a memory emptyDir or secret volume directory of the pod
-/// directory `pod_dir` (`pod_dir/volumes/{EMPTY_DIR_PLUGIN,SECRET_PLUGIN}/*`); a busy one
+/// Unmounts every mount on a memory emptyDir, secret, projected or downwardAPI volume
+/// directory of the pod directory `pod_dir` (`pod_dir/volumes/PLUGIN/*`); a busy one
 /// is detached (the kernel frees it when its last user goes). Returns the directories
 /// unmounted.
 pub fn unmount_volumes(pod_dir: &Path) -> io::Result<Vec<std::path::PathBuf>> {
     let mut done = Vec::new();
-    for plugin in [EMPTY_DIR_PLUGIN, SECRET_PLUGIN] {
+    for plugin in TMPFS_PLUGINS {
         let root = pod_dir.join("volumes").join(plugin);
         let entries = match std::fs::read_dir(&root) {
             Ok(e) => e,
@@ -168,7 +182,7 @@ mod tests {
         let d = std::env::temp_dir().join(format!("tinylet-tmpfs-s-{}", std::process::id()));
         let vol = d.join("volumes").join(SECRET_PLUGIN).join("s");
         std::fs::create_dir_all(&vol).unwrap();
-        match ensure_secret(&vol, 128 * 1024) {
+        match ensure_sized(&vol, 128 * 1024, 0o700) {
             Ok(true) => {}
             Err(e) if e.raw_os_error() == Some(1) => {
                 eprintln!("skipped: cannot mount here ({e})");
@@ -189,8 +203,11 @@ mod tests {
         let mode = std::fs::metadata(&vol).unwrap().permissions().mode();
         assert_eq!(mode & 0o7777, 0o700);
         std::fs::write(vol.join("k"), b"v").unwrap();
-        assert!(!ensure_secret(&vol, 64 * 1024).unwrap(), "never shrunk");
-        assert!(!ensure_secret(&vol, 256 * 1024).unwrap());
+        assert!(
+            !ensure_sized(&vol, 64 * 1024, 0o700).unwrap(),
+            "never shrunk"
+        );
+        assert!(!ensure_sized(&vol, 256 * 1024, 0o700).unwrap());
         let st = rustix::fs::statvfs(&vol).unwrap();
         assert_eq!(st.f_blocks * st.f_frsize, 256 * 1024, "grown");
         assert_eq!(std::fs::read(vol.join("k")).unwrap(), b"v", "content kept");

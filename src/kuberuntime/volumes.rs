@@ -15,26 +15,31 @@
 //!   normalisation, is opened beneath it with no symlink followed, created there for
 //!   the `...OrCreate` types (and for an unset type, as containerd would), its `type`
 //!   checked on the opened object, and that object bound for containerd.
-//! - configMap / secret: keys projected to files under
-//!   `podsDir/UID/volumes/kubernetes.io~{configmap,secret}/NAME`, each file rewritten
-//!   (atomically) only when its content changed, keys no longer present removed. The
-//!   worker calls [`prepare`] on every sync, so an updated object reaches running
-//!   containers' files, and a steady state writes nothing to flash. A secret volume is
-//!   a tmpfs (mounted before its files are written), so secret data never rests on
-//!   flash.
+//! - configMap / secret / projected / downwardAPI: files computed from the store and
+//!   the pod under `podsDir/UID/volumes/kubernetes.io~{configmap,secret,projected,
+//!   downward-api}/NAME`, in kubelet's atomic-writer layout ([`super::atomic_writer`]:
+//!   an update is one rename of `..data`), rewritten only when something differs. The
+//!   worker calls [`prepare`] on every sync, so an updated object (or label, or token)
+//!   reaches running containers' files, and a steady state writes nothing. Secret,
+//!   projected and downwardAPI volumes are a sized tmpfs (mounted before their files
+//!   are written; the secret's mode 0700, the others 0755 so non-root containers read
+//!   their token), so secret data and tokens never rest on flash; a configMap volume
+//!   is a directory on disk, as in kubelet. Containers mount all four read-only.
 //! - subPath / subPathExpr (`$(VAR)` expanded from the container's env): resolved
-//!   beneath the volume (missing directories made 0755), then bound.
+//!   beneath the volume (missing directories made 0755), then bound. In a volume of
+//!   computed files that is beneath the directory `..data` points at (the top-level
+//!   names are links); such a bind, as in kubelet, does not see later updates.
 
+use super::atomic_writer::{self, FileProjection};
 use super::beneath;
 use super::bind::{self, Target};
 use super::env::Objects;
 use super::expand::Env;
-use super::{tmpfs, SyncError};
+use super::{downward_api, projected, tmpfs, SyncError};
 use crate::cri::pb;
 use crate::model::container::VolumeMount;
-use crate::model::pod::{HostPathType, KeyToPath, StorageMedium, Volume};
+use crate::model::pod::{HostPathType, StorageMedium, Volume};
 use crate::model::{Container, Pod};
-use crate::store::atomic;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
@@ -98,56 +103,63 @@ fn prepare_one(
         host_path(&hp.path, hp.type_, allowed).map(|_| ())?;
         return Ok(());
     }
-    let ns = &pod.metadata.namespace;
-    let (plugin, entries, items, mode, dir_mode) = if let Some(cm) = &v.config_map {
-        match objects.configmap(ns, &cm.name) {
-            Some(obj) => (
-                "configmap",
-                obj.entries(),
-                &cm.items,
-                cm.default_mode,
-                0o755,
-            ),
-            None if cm.optional == Some(true) => {
-                ("configmap", Vec::new(), &cm.items, cm.default_mode, 0o755)
-            }
-            None => {
-                return Err(SyncError::new(
-                    "CreateContainerConfigError",
-                    format!("configmap \"{}\" not found", cm.name),
-                ))
-            }
-        }
-    } else if let Some(s) = &v.secret {
-        match objects.secret(ns, &s.secret_name) {
-            Some(obj) => ("secret", obj.entries(), &s.items, s.default_mode, 0o700),
-            None if s.optional == Some(true) => {
-                ("secret", Vec::new(), &s.items, s.default_mode, 0o700)
-            }
-            None => {
-                return Err(SyncError::new(
-                    "CreateContainerConfigError",
-                    format!("secret \"{}\" not found", s.secret_name),
-                ))
-            }
-        }
-    } else {
-        return Err(SyncError::new(
-            "CreateContainerConfigError",
-            format!("volume {:?} has no supported source", v.name),
-        ));
-    };
-    let files = project(
-        &entries,
-        items,
-        mode.map_or(DEFAULT_MODE, |m| (m & 0o777) as u32),
-    )?;
+    let files = volume_files(pod, v, objects)?;
+    let plugin = plugin(v);
+    let dir_mode = if plugin == "secret" { 0o700 } else { 0o755 };
     let dir = make_volume_dir(pods_dir, pod, plugin, &v.name, dir_mode)
         .map_err(|e| io_err("cannot create its directory", e))?;
-    if plugin == "secret" {
-        secret_tmpfs(&dir, &files).map_err(|e| io_err("cannot mount a tmpfs for it", e))?;
+    if plugin != "configmap" {
+        files_tmpfs(&dir, &files, dir_mode)
+            .map_err(|e| io_err("cannot mount a tmpfs for it", e))?;
     }
-    sync_files(&dir, dir_mode, &files).map_err(|e| io_err("cannot write projected files", e))
+    atomic_writer::write(&dir, &files).map_err(|e| io_err("cannot write its files", e))?;
+    Ok(())
+}
+
+/// The plugin directory (`kubernetes.io~PLUGIN`) of a volume other than a hostPath.
+fn plugin(v: &Volume) -> &'static str {
+    if v.empty_dir.is_some() {
+        "empty-dir"
+    } else if v.config_map.is_some() {
+        "configmap"
+    } else if v.secret.is_some() {
+        "secret"
+    } else if v.projected.is_some() {
+        "projected"
+    } else {
+        "downward-api"
+    }
+}
+
+/// The files a configMap, secret, projected or downwardAPI volume shows now.
+fn volume_files(
+    pod: &Pod,
+    v: &Volume,
+    objects: &dyn Objects,
+) -> Result<Vec<FileProjection>, SyncError> {
+    let fail = |msg: String| SyncError::new("CreateContainerConfigError", msg);
+    let mode = |m: Option<i32>| m.map_or(DEFAULT_MODE, |m| (m & 0o777) as u32);
+    let (entries, items, default_mode) = if let Some(cm) = &v.config_map {
+        match objects.configmap(pod, &cm.name) {
+            Some(obj) => (obj.entries(), &cm.items, cm.default_mode),
+            None if cm.optional == Some(true) => (Vec::new(), &cm.items, cm.default_mode),
+            None => return Err(fail(format!("configmap \"{}\" not found", cm.name))),
+        }
+    } else if let Some(s) = &v.secret {
+        match objects.secret(pod, &s.secret_name) {
+            Some(obj) => (obj.entries(), &s.items, s.default_mode),
+            None if s.optional == Some(true) => (Vec::new(), &s.items, s.default_mode),
+            None => return Err(fail(format!("secret \"{}\" not found", s.secret_name))),
+        }
+    } else if let Some(p) = &v.projected {
+        return projected::files(pod, &v.name, p, mode(p.default_mode), objects);
+    } else if let Some(d) = &v.downward_api {
+        return downward_api::files(pod, &d.items, mode(d.default_mode))
+            .map_err(|e| fail(format!("volume {:?}: downwardAPI: {e}", v.name)));
+    } else {
+        return Err(fail(format!("volume {:?} has no supported source", v.name)));
+    };
+    projected::keys(&entries, items, mode(default_mode)).map_err(fail)
 }
 
 /// Makes `podsDir/UID/volumes/kubernetes.io~PLUGIN/NAME`: the parents 0755, the volume
@@ -167,10 +179,10 @@ fn make_volume_dir(
     Ok(volume_dir(pods_dir, pod, plugin, name))
 }
 
-/// Mounts (or grows) the secret volume's tmpfs for `files`. Before the first mount,
-/// files an older agent wrote to the directory on flash are removed (the tmpfs would
-/// only hide them).
-fn secret_tmpfs(dir: &Path, files: &[Projected]) -> io::Result<()> {
+/// Mounts (or grows) the tmpfs of a secret, projected or downwardAPI volume for
+/// `files`, its root `mode`. Before the first mount, files an older agent wrote to the
+/// directory on flash are removed (the tmpfs would only hide them).
+fn files_tmpfs(dir: &Path, files: &[FileProjection], mode: u32) -> io::Result<()> {
     if !tmpfs::is_mount_point(dir)? {
         for entry in std::fs::read_dir(dir)? {
             let entry = entry?;
@@ -181,84 +193,9 @@ fn secret_tmpfs(dir: &Path, files: &[Projected]) -> io::Result<()> {
             }
         }
     }
-    let size = tmpfs::secret_size(files.iter().map(|(_, data, _)| data.len()));
-    if tmpfs::ensure_secret(dir, size)? {
+    let size = tmpfs::secret_size(files.iter().map(|f| f.data.len()));
+    if tmpfs::ensure_sized(dir, size, mode)? {
         log::info!("mounted a tmpfs on {} (size={size})", dir.display());
-    }
-    Ok(())
-}
-
-/// A projected file: path relative to the volume, content, mode.
-type Projected = (String, Vec<u8>, u32);
-
-/// The files a configMap/secret volume shows: every key, or only `items` (each key must
-/// exist then, as in Kubernetes).
-fn project(
-    entries: &[(String, Vec<u8>)],
-    items: &[KeyToPath],
-    mode: u32,
-) -> Result<Vec<Projected>, SyncError> {
-    if items.is_empty() {
-        return Ok(entries
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone(), mode))
-            .collect());
-    }
-    items
-        .iter()
-        .map(|it| {
-            let value = entries
-                .iter()
-                .find(|(k, _)| *k == it.key)
-                .map(|(_, v)| v.clone());
-            let value = value.ok_or_else(|| {
-                SyncError::new(
-                    "CreateContainerConfigError",
-                    format!(
-                        "key {:?} not found for projected path {:?}",
-                        it.key, it.path
-                    ),
-                )
-            })?;
-            if !is_relative_clean(&it.path) {
-                return Err(SyncError::new(
-                    "CreateContainerConfigError",
-                    format!("projected path {:?} must be relative without '..'", it.path),
-                ));
-            }
-            Ok((
-                it.path.clone(),
-                value,
-                it.mode.map_or(mode, |m| (m & 0o777) as u32),
-            ))
-        })
-        .collect()
-}
-
-/// Brings `dir` to hold exactly `files`, writing only what differs.
-fn sync_files(dir: &Path, dir_mode: u32, files: &[Projected]) -> std::io::Result<()> {
-    atomic::ensure_dir(dir, dir_mode, true)?;
-    for (rel, content, mode) in files {
-        let path = dir.join(rel);
-        let parent = path.parent().unwrap_or(dir);
-        atomic::ensure_dir(parent, dir_mode, false)?;
-        if atomic::read_optional(&path)?.as_deref() != Some(content.as_slice()) {
-            let name = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            atomic::write_file(parent, &name, content, *mode)?;
-        }
-    }
-    // Keys that are gone: remove their top-level files (nested item paths are left).
-    for entry in std::fs::read_dir(dir)?.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let wanted = files
-            .iter()
-            .any(|(rel, _, _)| rel.split('/').next() == Some(name.as_str()));
-        if !wanted && entry.file_type().is_ok_and(|t| t.is_file()) {
-            std::fs::remove_file(entry.path())?;
-        }
     }
     Ok(())
 }
@@ -464,19 +401,20 @@ fn mount(
         };
         (bind_it(fd)?, m.read_only)
     } else {
-        let (plugin, read_only) = if v.empty_dir.is_some() {
-            ("empty-dir", m.read_only)
-        } else if v.config_map.is_some() {
-            ("configmap", true)
-        } else {
-            ("secret", true)
-        };
-        let dir = volume_dir(at.pods_dir, pod, plugin, &v.name);
+        // Only an emptyDir may be written by the container; computed files never.
+        let read_only = v.empty_dir.is_none() || m.read_only;
+        let dir = volume_dir(at.pods_dir, pod, plugin(v), &v.name);
         if sub.is_empty() {
             (dir, read_only)
         } else {
-            let root =
-                beneath::open_dir(&dir).map_err(|e| fail(format!("volume directory: {e}")))?;
+            let base = if v.empty_dir.is_some() {
+                Ok(dir)
+            } else {
+                atomic_writer::data_dir(&dir)
+            };
+            let root = base
+                .and_then(|d| beneath::open_dir(&d))
+                .map_err(|e| fail(format!("volume directory: {e}")))?;
             let fd =
                 open_sub_path(root.as_fd(), &sub).map_err(|e| fail(sub_path_error(&sub, &e)))?;
             (bind_it(fd)?, read_only)

@@ -3,6 +3,8 @@
 
 use super::container::{Container, PullPolicy, DEFAULT_TERMINATION_MESSAGE_PATH};
 use super::meta::{ObjectMeta, API_VERSION, DEFAULT_NAMESPACE};
+use super::pod::Volume;
+use super::projected::{self, DownwardApiVolumeFile};
 use super::secret::TYPE_OPAQUE;
 use super::Object;
 
@@ -24,13 +26,12 @@ pub fn apply(obj: &mut Object) {
             for c in spec.init_containers.iter_mut().chain(&mut spec.containers) {
                 container(c);
             }
+            if spec.service_account_name.is_empty() {
+                spec.service_account_name = std::mem::take(&mut spec.service_account);
+            }
+            spec.service_account.clear();
             for v in &mut spec.volumes {
-                if let Some(s) = &mut v.config_map {
-                    s.default_mode.get_or_insert(0o644);
-                }
-                if let Some(s) = &mut v.secret {
-                    s.default_mode.get_or_insert(0o644);
-                }
+                volume(v);
             }
         }
         Object::ConfigMap(c) => {
@@ -56,6 +57,37 @@ pub fn apply(obj: &mut Object) {
 fn meta(m: &mut ObjectMeta) {
     if m.namespace.is_empty() {
         m.namespace = DEFAULT_NAMESPACE.into();
+    }
+}
+
+/// `defaultMode` 0644 for every file volume, a token's lifetime, a fieldRef's version.
+fn volume(v: &mut Volume) {
+    if let Some(s) = &mut v.config_map {
+        s.default_mode.get_or_insert(0o644);
+    }
+    if let Some(s) = &mut v.secret {
+        s.default_mode.get_or_insert(0o644);
+    }
+    if let Some(d) = &mut v.downward_api {
+        d.default_mode.get_or_insert(projected::DEFAULT_MODE);
+        d.items.iter_mut().for_each(downward_api_file);
+    }
+    let Some(p) = &mut v.projected else { return };
+    p.default_mode.get_or_insert(projected::DEFAULT_MODE);
+    for s in &mut p.sources {
+        if let Some(t) = &mut s.service_account_token {
+            t.expiration_seconds
+                .get_or_insert(projected::DEFAULT_EXPIRATION_SECONDS);
+        }
+        if let Some(d) = &mut s.downward_api {
+            d.items.iter_mut().for_each(downward_api_file);
+        }
+    }
+}
+
+fn downward_api_file(f: &mut DownwardApiVolumeFile) {
+    if let Some(r) = f.field_ref.as_mut().filter(|r| r.api_version.is_empty()) {
+        r.api_version = API_VERSION.into();
     }
 }
 

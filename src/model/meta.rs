@@ -2,7 +2,8 @@
 //!
 //! Only what the agent and the CLI use is kept; other metadata fields (ownerReferences,
 //! finalizers, managedFields, ...) are ignored on input, as the API server would keep
-//! them but nothing on the device reads them.
+//! them but nothing on the device reads them. The deletion fields matter only for pods
+//! from the cluster (the API server sets them; see [`super::pod::Pod::terminating`]).
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -35,6 +36,12 @@ pub struct ObjectMeta {
     pub generation: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resource_version: Option<String>,
+    /// RFC 3339; set by the API server once the object is being deleted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deletion_timestamp: Option<String>,
+    /// The grace period the deletion asked for (kubectl delete --grace-period).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deletion_grace_period_seconds: Option<i64>,
 }
 
 /// `kind` and `apiVersion`, read first to decide which type the rest of the file is.

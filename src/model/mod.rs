@@ -15,12 +15,14 @@ mod json_path;
 pub mod meta;
 mod nulls;
 pub mod pod;
+pub mod projected;
 pub mod quantity;
 pub mod secret;
 mod serde_util;
 pub mod status;
 pub mod time;
 pub mod validate;
+pub mod wildcard;
 pub mod yaml;
 
 pub use configmap::ConfigMap;
@@ -65,9 +67,27 @@ fn prefixed(source: &str, mut errors: Vec<String>) -> ModelError {
     }
     let messages = errors
         .into_iter()
-        .map(|e| clip(format!("{source}: {e}")))
+        .map(|e| clip(one_line(format!("{source}: {e}"))))
         .collect();
     ModelError { messages }
+}
+
+/// `s` with control characters escaped (`\n`, `\u{1b}`): each message is one log line,
+/// and field paths and file names carry the input's own bytes (a map key may hold a
+/// newline and a forged log line after it).
+fn one_line(s: String) -> String {
+    if !s.chars().any(char::is_control) {
+        return s;
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Cuts `s` to about [`MAX_MESSAGE_BYTES`] at a character boundary, saying how long it was.
@@ -170,6 +190,7 @@ pub fn parse_object(source: &str, bytes: &[u8]) -> Result<Object, ModelError> {
             "expected a JSON object (a v1 Pod, ConfigMap or Secret)",
         ));
     }
+    check_utf8(source, bytes)?;
     let original = bytes;
     let blanked = nulls::without_null_members(original)
         .map_err(|e| ModelError::one(source, describe(&e, original)))?;
@@ -216,6 +237,29 @@ pub fn parse_pod(source: &str, bytes: &[u8]) -> Result<Pod, ModelError> {
             format_args!("kind: expected Pod, got {}", other.kind()),
         )),
     }
+}
+
+/// JSON text is UTF-8 (RFC 8259). serde_json checks only the strings it decodes, so
+/// without this, bytes that are not UTF-8 in a field the model ignores would pass.
+fn check_utf8(source: &str, bytes: &[u8]) -> Result<(), ModelError> {
+    let Err(e) = std::str::from_utf8(bytes) else {
+        return Ok(());
+    };
+    let at = e.valid_up_to();
+    let before = bytes.get(..at).unwrap_or_default();
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let column = at
+        - before
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1)
+        + 1;
+    let path = json_path::path_at(bytes, at);
+    let sep = if path.is_empty() { "" } else { ": " };
+    Err(ModelError::one(
+        source,
+        format_args!("{path}{sep}invalid unicode code point, JSON must be UTF-8 (line {line}, column {column})"),
+    ))
 }
 
 /// Decodes `T`; a serde error becomes `source: field.path: what (line L, column C)`.

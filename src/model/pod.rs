@@ -6,6 +6,7 @@
 
 use super::container::{Container, SecurityProfile};
 use super::meta::ObjectMeta;
+use super::projected::{DownwardApiVolumeSource, ProjectedVolumeSource};
 use super::quantity::Quantity;
 use super::serde_util::is_false;
 use super::status::PodStatus;
@@ -58,6 +59,16 @@ pub struct PodSpec {
     pub hostname: String,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub subdomain: String,
+    /// The service account whose tokens projected `serviceAccountToken` sources hold.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub service_account_name: String,
+    /// The deprecated alias of `serviceAccountName`; moved there by the defaults.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub service_account: String,
+    /// Read and kept; the agent adds no volume itself (the cluster's ServiceAccount
+    /// admission plugin does).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub automount_service_account_token: Option<bool>,
 }
 
 /// What happens to a container that exits.
@@ -151,6 +162,10 @@ pub struct Volume {
     pub config_map: Option<ConfigMapVolumeSource>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub secret: Option<SecretVolumeSource>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub projected: Option<ProjectedVolumeSource>,
+    #[serde(rename = "downwardAPI", skip_serializing_if = "Option::is_none")]
+    pub downward_api: Option<DownwardApiVolumeSource>,
 }
 
 /// Scratch space living as long as the pod.
@@ -241,7 +256,58 @@ pub struct KeyToPath {
     pub mode: Option<i32>,
 }
 
+/// kubelet's annotation naming where a pod came from. The store sets it on every pod it
+/// reads, whatever the file says, so that a pod can never claim another source's
+/// configMaps and secrets.
+pub const CONFIG_SOURCE: &str = "kubernetes.io/config.source";
+
+/// Where a pod came from: the device (`tinylet apply`, firmware) or the cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Source {
+    /// `file`: the state directory or a read-only manifest directory.
+    File,
+    /// `api`: bound to this node in the cluster (`STATE/cluster/`).
+    Api,
+}
+
+impl Source {
+    /// The annotation's value (kubelet's words).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::File => "file",
+            Source::Api => "api",
+        }
+    }
+}
+
 impl Pod {
+    /// Where the pod came from ([`CONFIG_SOURCE`]; `file` when unset).
+    pub fn source(&self) -> Source {
+        match self
+            .metadata
+            .annotations
+            .get(CONFIG_SOURCE)
+            .map(String::as_str)
+        {
+            Some("api") => Source::Api,
+            _ => Source::File,
+        }
+    }
+
+    /// Records where the pod came from (see [`CONFIG_SOURCE`]).
+    pub fn set_source(&mut self, source: Source) {
+        self.metadata
+            .annotations
+            .insert(CONFIG_SOURCE.to_string(), source.as_str().to_string());
+    }
+
+    /// A cluster pod the API server is deleting (`deletionTimestamp` set): to be stopped
+    /// with its `deletionGracePeriodSeconds`, then deleted from the API. A local pod
+    /// never is (deleting it is removing its file).
+    pub fn terminating(&self) -> bool {
+        self.source() == Source::Api && self.metadata.deletion_timestamp.is_some()
+    }
+
     /// Init containers then app containers, in order.
     pub fn all_containers(&self) -> impl Iterator<Item = &Container> {
         self.spec

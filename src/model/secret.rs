@@ -79,6 +79,7 @@ impl Secret {
         };
         let mut out = Vec::new();
         for (registry, e) in entries {
+            check_registry_key(&registry).map_err(|m| format!("data[{key}]: {m}"))?;
             out.push((
                 registry,
                 e.into_auth().map_err(|m| format!("data[{key}]: {m}"))?,
@@ -136,6 +137,36 @@ impl DockerConfigEntry {
 
 /// The host everyone means by "Docker Hub"; images without a registry pull from it.
 const DEFAULT_REGISTRY_HOST: &str = "index.docker.io";
+
+/// The longest registry host (without its port) a key or an image may name: DNS's
+/// limit for a name. Together with [`MAX_KEY_WILDCARDS`] it bounds the work of matching
+/// one key against one image (see [`super::wildcard`]).
+pub const MAX_REGISTRY_HOST: usize = 253;
+
+/// The most `*` a registry key's host may hold; real keys have one or two
+/// (`*.example.com`, `*.*.example.com`).
+pub const MAX_KEY_WILDCARDS: usize = 8;
+
+/// Refuses a registry key whose host is longer than a DNS name or holds more than
+/// [`MAX_KEY_WILDCARDS`] `*`, naming the key.
+fn check_registry_key(key: &str) -> Result<(), String> {
+    let normalized = normalize_key(key);
+    let (host, _) = split_host_path(&normalized);
+    let len = split_port(host).0.len();
+    let stars = host.bytes().filter(|&b| b == b'*').count();
+    let shown: String = key.chars().take(80).collect();
+    if len > MAX_REGISTRY_HOST {
+        Err(format!(
+            "registry key {shown:?}: host is {len} bytes, at most {MAX_REGISTRY_HOST} allowed"
+        ))
+    } else if stars > MAX_KEY_WILDCARDS {
+        Err(format!(
+            "registry key {shown:?}: host has {stars} '*', at most {MAX_KEY_WILDCARDS} allowed"
+        ))
+    } else {
+        Ok(())
+    }
+}
 
 /// Credentials to try, most specific first, for pulling `image` with the given pull
 /// secrets (kubelet's keyring rules): each configured registry key is normalized
@@ -196,18 +227,28 @@ fn split_host_path(s: &str) -> (&str, &str) {
     s.split_at(s.find('/').unwrap_or(s.len()))
 }
 
-/// Splits `host:port` into labels and the port (`""` when absent).
-fn split_host_port(host: &str) -> (Vec<&str>, &str) {
-    let (h, port) = match host.rsplit_once(':') {
+/// Splits `host:port` into the host and the port (`""` when absent).
+fn split_port(host: &str) -> (&str, &str) {
+    match host.rsplit_once(':') {
         Some((h, p)) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => (h, p),
         _ => (host, ""),
-    };
+    }
+}
+
+/// Splits `host:port` into labels and the port (`""` when absent).
+fn split_host_port(host: &str) -> (Vec<&str>, &str) {
+    let (h, port) = split_port(host);
     (h.split('.').collect(), port)
 }
 
+/// Whether registry key `key` (normalized) covers `image`. An image host longer than
+/// any DNS name matches nothing, so the wildcard work stays bounded on both sides.
 fn key_matches(key: &str, image: &str) -> bool {
     let (khost, kpath) = split_host_path(key);
     let (ihost, ipath) = split_host_path(image);
+    if ihost.len() > MAX_REGISTRY_HOST + ":65535".len() {
+        return false;
+    }
     let (klabels, kport) = split_host_port(khost);
     let (ilabels, iport) = split_host_port(ihost);
     kport == iport
@@ -216,17 +257,7 @@ fn key_matches(key: &str, image: &str) -> bool {
         && klabels
             .iter()
             .zip(&ilabels)
-            .all(|(k, i)| glob(k.as_bytes(), i.as_bytes()))
-}
-
-/// Shell-style match of one host label: `*` any run, `?` one byte (no `/` in labels).
-fn glob(pat: &[u8], s: &[u8]) -> bool {
-    match pat.split_first() {
-        None => s.is_empty(),
-        Some((b'*', rest)) => (0..=s.len()).any(|i| glob(rest, &s[i..])),
-        Some((b'?', rest)) => !s.is_empty() && glob(rest, &s[1..]),
-        Some((c, rest)) => s.first() == Some(c) && glob(rest, &s[1..]),
-    }
+            .all(|(k, i)| super::wildcard::matches(k.as_bytes(), i.as_bytes()))
 }
 
 /// Whether `image` pulls from Docker Hub: no registry part (`nginx`, `library/nginx`,
@@ -314,6 +345,62 @@ mod tests {
         }
         assert!(pull_credentials(&[&s], "ghcr.io/x/y").is_empty());
         assert!(pull_credentials(&[&s], "localhost:5000/x").is_empty());
+    }
+
+    /// The issue's reproduction: this key against this image took the old recursive
+    /// matcher minutes of CPU.
+    const HOSTILE_KEY: &str = "*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b:5000";
+
+    #[test]
+    fn the_reported_hostile_key_matches_in_milliseconds() {
+        let image = format!("{}:5000/busybox:v1", "a".repeat(45));
+        let start = std::time::Instant::now();
+        assert!(!key_matches(HOSTILE_KEY, &image));
+        let took = start.elapsed();
+        assert!(took < std::time::Duration::from_millis(100), "{took:?}");
+        // The most stars a key may have, through the whole lookup, with a long label.
+        let key = format!("{}b:5000", "*a".repeat(MAX_KEY_WILDCARDS));
+        let s = docker_secret("pull", &format!(r#"{{"{key}":{{"username":"u"}}}}"#));
+        let start = std::time::Instant::now();
+        for n in [45, 63, 253] {
+            let image = format!("{}:5000/busybox:v1", "a".repeat(n));
+            assert!(users(&[&s], &image).is_empty());
+            let image = format!("{}b:5000/busybox:v1", "a".repeat(n - 1));
+            assert_eq!(users(&[&s], &image), ["u"]);
+        }
+        let took = start.elapsed();
+        assert!(took < std::time::Duration::from_millis(100), "{took:?}");
+    }
+
+    #[test]
+    fn oversized_registry_keys_are_refused_naming_the_key() {
+        let long = format!("{}.example.com", "a".repeat(250));
+        for (key, why) in [
+            (HOSTILE_KEY, "host has 15 '*', at most 8 allowed"),
+            (long.as_str(), "host is 262 bytes, at most 253 allowed"),
+        ] {
+            let s = docker_secret("pull", &format!(r#"{{"{key}":{{"username":"u"}}}}"#));
+            let e = s.registry_entries().unwrap_err();
+            assert!(
+                e.starts_with("data[.dockerconfigjson]: registry key \""),
+                "{e}"
+            );
+            assert!(e.contains(why), "{e}");
+            // Not used for pulls either (the agent logs it and pulls without it).
+            assert!(users(&[&s], "aaaa:5000/x").is_empty());
+        }
+        // At the bounds: accepted. A port and a scheme do not count toward the host.
+        let host = format!("https://{}.io:5000/v2/", "*".repeat(MAX_KEY_WILDCARDS));
+        let limit = format!("{}:5000", "a".repeat(MAX_REGISTRY_HOST));
+        for key in [host.as_str(), limit.as_str()] {
+            let s = docker_secret("pull", &format!(r#"{{"{key}":{{"username":"u"}}}}"#));
+            assert_eq!(s.registry_entries().unwrap().len(), 1, "{key}");
+        }
+        // An image host longer than any DNS name matches nothing, not even `*`.
+        let s = docker_secret("pull", r#"{"*":{"username":"u"}}"#);
+        assert_eq!(users(&[&s], "registry/x"), ["u"]);
+        let image = format!("{}/x", "r".repeat(MAX_REGISTRY_HOST + 7));
+        assert!(users(&[&s], &image).is_empty());
     }
 
     #[test]

@@ -31,6 +31,9 @@ pub struct PodStatus {
     pub init_container_statuses: Vec<ContainerStatus>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub container_statuses: Vec<ContainerStatus>,
+    /// `Guaranteed`, `Burstable` or `BestEffort`, from the containers' resources.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub qos_class: String,
 }
 
 /// The pod's lifecycle summary.

@@ -180,13 +180,14 @@ fn writer_alive(name: &str) -> bool {
     }
 }
 
-/// Reads a whole file; `Ok(None)` when it does not exist.
+/// The largest file the store reads back by default: every object is at most
+/// [`crate::model::MAX_MANIFEST_BYTES`], and nothing it writes is larger.
+pub const MAX_FILE_BYTES: usize = crate::model::MAX_MANIFEST_BYTES;
+
+/// Reads a whole file of at most [`MAX_FILE_BYTES`] (never more than that and a byte:
+/// see [`super::bounded`]); `Ok(None)` when it does not exist.
 pub fn read_optional(path: &Path) -> io::Result<Option<Vec<u8>>> {
-    match std::fs::read(path) {
-        Ok(b) => Ok(Some(b)),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e),
-    }
+    super::bounded::read_optional(path, MAX_FILE_BYTES)
 }
 
 /// Opens `dir` for locking with [`lock_exclusive`].

@@ -14,6 +14,8 @@ pub enum StoreError {
     ReadOnly { what: String, file: PathBuf },
     /// No such object.
     NotFound(String),
+    /// The object is the cluster's (the uplink's cache): change it with kubectl.
+    Cluster(String),
 }
 
 impl StoreError {
@@ -38,6 +40,11 @@ impl fmt::Display for StoreError {
                 file.display()
             ),
             StoreError::NotFound(what) => write!(f, "{what} not found"),
+            StoreError::Cluster(what) => write!(
+                f,
+                "{what} is managed by the cluster this node has joined: delete it there \
+                 with kubectl"
+            ),
         }
     }
 }

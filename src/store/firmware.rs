@@ -135,7 +135,8 @@ fn manifest_files(dir: &Path) -> Vec<PathBuf> {
 /// Parses one manifest and fills in the stable uid and creation time.
 fn load(path: &Path) -> Result<Object, String> {
     let source = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| format!("{source}: {e}"))?;
+    let bytes = super::bounded::read(path, crate::model::MAX_MANIFEST_BYTES)
+        .map_err(|e| format!("{source}: {e}"))?;
     let mut obj = parse_object(&source, &bytes).map_err(|e| e.messages.join("; "))?;
     let (ns, name) = (obj.namespace().to_string(), obj.name().to_string());
     let kind = obj.kind();

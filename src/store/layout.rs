@@ -84,6 +84,8 @@ impl fmt::Display for Kind {
 
 /// Desired objects, one directory per kind.
 pub const DESIRED_DIR: &str = "desired";
+/// Objects from the cluster (the uplink's cache), one directory per kind.
+pub const CLUSTER_DIR: &str = "cluster";
 /// Pod status files written by the agent.
 pub const STATUS_DIR: &str = "status";
 /// Files that did not parse, moved aside with a timestamp.
@@ -93,16 +95,28 @@ pub const SUFFIX: &str = ".json";
 /// The longest file name Linux filesystems accept.
 const NAME_MAX: usize = 255;
 
-/// The paths of one state directory.
+/// The paths of one state directory, seen from one of its object trees (`desired/`,
+/// or `cluster/` for the uplink's cache: same files, same rules).
 #[derive(Debug, Clone)]
 pub struct Layout {
     root: PathBuf,
+    tree: &'static str,
 }
 
 impl Layout {
+    /// The layout of `root`'s `desired/` tree.
     pub fn new(root: &Path) -> Layout {
         Layout {
             root: root.to_path_buf(),
+            tree: DESIRED_DIR,
+        }
+    }
+
+    /// The same state directory's `cluster/` tree.
+    pub fn cluster(&self) -> Layout {
+        Layout {
+            root: self.root.clone(),
+            tree: CLUSTER_DIR,
         }
     }
 
@@ -110,9 +124,9 @@ impl Layout {
         &self.root
     }
 
-    /// `STATE/desired/KIND/`.
+    /// `STATE/desired/KIND/` (or `STATE/cluster/KIND/`).
     pub fn kind_dir(&self, kind: Kind) -> PathBuf {
-        self.root.join(DESIRED_DIR).join(kind.dir_name())
+        self.root.join(self.tree).join(kind.dir_name())
     }
 
     /// `STATE/status/`.

@@ -8,6 +8,9 @@
 //!   desired/configmaps/NS_NAME.json 0644
 //!   desired/secrets/NS_NAME.json    0600  directory 0700 (enforced at open)
 //!   status/NS_NAME.json             0644  the agent's last PodStatus of each pod
+//!   cluster/pods/NS_NAME.json       0644  the uplink's cache of the cluster's pods
+//!   cluster/configmaps/NS_NAME.json 0644  bound to this node and of the objects they
+//!   cluster/secrets/NS_NAME.json    0600  reference; directory 0700 ([`cluster`])
 //!   quarantine/TIME-KIND-FILE       0700  files that did not parse, newest 32 kept
 //! ```
 //! Names are DNS-1123 (validated by the model) and re-checked where they become paths
@@ -23,6 +26,15 @@
 //! brings the firmware pod back; deleting a firmware-only object is refused, naming its
 //! file. An override inherits the firmware pod's uid, so switching between the two is
 //! an update of one pod, not a new pod.
+//!
+//! # Cluster pods
+//! Desired pods are the local ones (state over firmware) and the cluster's. Every pod
+//! read carries its source in kubelet's `kubernetes.io/config.source` annotation (`file`
+//! or `api`, set here whatever the file says), and a pod's configMap and secret lookups
+//! go to its own source's tree only ([`Store::configmap_for`]). A cluster pod with the
+//! namespace and name of a local pod is not run (local pods are the device owner's):
+//! the uplink reports it Failed ([`Store::cluster_pod_shadowed`]). [`notify`] tells the
+//! uplink which pods' status changed and which cluster pods finished terminating.
 //!
 //! # Uids and timestamps
 //! A new object without `metadata.uid` gets a random UUID v4 and `creationTimestamp`
@@ -45,10 +57,13 @@
 
 pub mod agent_lock;
 pub mod atomic;
+pub mod bounded;
+mod cluster;
 pub mod digest;
 mod error;
 pub mod firmware;
 pub mod layout;
+pub mod notify;
 mod quarantine;
 mod state_files;
 pub mod status;
@@ -61,14 +76,16 @@ pub use layout::Kind;
 pub use write::{Applied, Deleted};
 
 use crate::config::Config;
+use crate::model::pod::Source;
 use crate::model::{ConfigMap, Object, Pod, PodStatus, Secret};
 use error::IoContext;
 use firmware::Firmware;
 use layout::Layout;
+use notify::{Notify, PodName};
 use rustix::fd::BorrowedFd;
 use state_files::{Access, Damaged};
 use status::StatusFiles;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use watch::Watch;
 
@@ -79,6 +96,8 @@ pub enum Origin {
     State,
     /// A read-only manifest file.
     Firmware(PathBuf),
+    /// The cluster (the uplink's cache, `STATE/cluster/`).
+    Cluster,
 }
 
 /// What [`Store::changes`] found changed.
@@ -117,6 +136,8 @@ pub struct DamagedPod {
 
 /// Index of the status directory in the store's watch (after the kind directories).
 const STATUS_WATCH: usize = Kind::ALL.len();
+/// Index of the first cluster kind directory in the watch (then the firmware's).
+const CLUSTER_WATCH: usize = STATUS_WATCH + 1;
 
 /// An object as the agent should see it, with its origin.
 #[derive(Debug, Clone)]
@@ -128,6 +149,11 @@ pub struct Entry {
 /// The store of one state directory plus the read-only manifest directories.
 pub struct Store {
     layout: Layout,
+    /// The `cluster/` tree of the same state directory.
+    cluster: Layout,
+    /// Digest of what each cluster file was last given, by kind and file name.
+    cluster_known: HashMap<(Kind, String), u128>,
+    notify: Notify,
     firmware: Firmware,
     firmware_scanned: bool,
     status: StatusFiles,
@@ -156,6 +182,9 @@ impl Store {
             firmware: Firmware::new(manifest_dirs.to_vec()),
             firmware_scanned: false,
             status: StatusFiles::new(layout.status_dir()),
+            cluster: layout.cluster(),
+            cluster_known: HashMap::new(),
+            notify: Notify::default(),
             layout,
             watch: None,
             bytes_written: 0,
@@ -183,15 +212,20 @@ impl Store {
         atomic::remove_stale_temps(&status_dir).at(&status_dir)?;
         let quarantine = layout.quarantine_dir();
         atomic::ensure_dir(&quarantine, atomic::SECRET_DIR_MODE, true).at(&quarantine)?;
-        Ok(Store {
+        let store = Store {
             firmware: Firmware::new(manifest_dirs.to_vec()),
             firmware_scanned: false,
             status: StatusFiles::new(status_dir),
+            cluster: layout.cluster(),
+            cluster_known: HashMap::new(),
+            notify: Notify::default(),
             layout,
             watch: None,
             bytes_written: 0,
             read_only: false,
-        })
+        };
+        store.ensure_cluster_dirs()?;
+        Ok(store)
     }
 
     /// The state directory.
@@ -204,11 +238,24 @@ impl Store {
         self.firmware.dirs()
     }
 
-    /// Every effective object of `kind` (state directory over firmware), sorted by
-    /// namespace and name. Bad state files are quarantined, bad firmware files skipped.
+    /// Every effective object of `kind`: the local ones (state directory over
+    /// firmware) and the cluster's (for pods, those not shadowed by a local pod), sorted
+    /// by namespace and name. Bad state files are quarantined, bad firmware
+    /// files skipped.
     pub fn list(&mut self, kind: Kind) -> Vec<Entry> {
         let state = state_files::list(&self.layout, kind, self.access());
-        self.effective(kind, state, &[])
+        let mut out = self.effective(kind, state, &[]);
+        let cluster = self.cluster_list(kind);
+        let (cluster, _) = cluster_beside(&out, cluster);
+        out.extend(cluster.into_iter().map(|object| Entry {
+            object,
+            origin: Origin::Cluster,
+        }));
+        // Stable: of a local and a cluster configMap of one name, the local one first.
+        out.sort_by(|a, b| {
+            (a.object.namespace(), a.object.name()).cmp(&(b.object.namespace(), b.object.name()))
+        });
+        out
     }
 
     /// The state objects `state` over the firmware's, sorted, pods with shared uids
@@ -220,7 +267,7 @@ impl Store {
             .map(|mut object| {
                 fill_uid(&mut object);
                 Entry {
-                    object,
+                    object: cluster::with_source(object, Source::File),
                     origin: Origin::State,
                 }
             })
@@ -233,7 +280,7 @@ impl Store {
                 });
             if Kind::of(&object) == kind && !shadowed {
                 out.push(Entry {
-                    object,
+                    object: cluster::with_source(object, Source::File),
                     origin: Origin::Firmware(path),
                 });
             }
@@ -280,15 +327,14 @@ impl Store {
 
     /// The file an entry was read from.
     fn source(&self, e: &Entry) -> String {
-        match &e.origin {
-            Origin::Firmware(path) => path.display().to_string(),
-            Origin::State => {
-                let file =
-                    layout::file_name(e.object.namespace(), e.object.name()).unwrap_or_default();
-                let kind = Kind::of(&e.object);
-                self.layout.kind_dir(kind).join(file).display().to_string()
-            }
-        }
+        let tree = match &e.origin {
+            Origin::Firmware(path) => return path.display().to_string(),
+            Origin::State => &self.layout,
+            Origin::Cluster => &self.cluster,
+        };
+        let file = layout::file_name(e.object.namespace(), e.object.name()).unwrap_or_default();
+        let kind = Kind::of(&e.object);
+        tree.kind_dir(kind).join(file).display().to_string()
     }
 
     /// The pods the agent should run.
@@ -302,67 +348,103 @@ impl Store {
             .collect()
     }
 
-    /// The pods the agent should run, for the agent: as [`Store::desired_pods`], but a
-    /// damaged pod file (a pod's file name, content torn, bit-flipped or otherwise not
-    /// that pod) is neither used nor moved: it is reported, so the agent can put back
-    /// the last good spec it holds ([`Store::restore_pod`]), or keep the pod's
-    /// containers when it holds none. A pod is removed only when its file is.
+    /// The pods the agent should run, for the agent: as [`Store::desired_pods`] (local
+    /// and cluster pods), but a damaged pod file (a pod's file name, content torn,
+    /// bit-flipped or otherwise not that pod) is neither used nor moved: it is
+    /// reported, so the agent can put back the last good spec it holds
+    /// ([`Store::restore_pod`]), or keep the pod's containers when it holds none. A pod
+    /// is removed only when its file is.
     pub fn desired_pods_keeping_damaged(&mut self) -> DesiredPods {
-        let (state, damaged) = if self.read_only {
-            (
-                state_files::list(&self.layout, Kind::Pod, Access::ReadOnly),
-                Vec::new(),
-            )
-        } else {
-            state_files::list_keeping_damaged(&self.layout, Kind::Pod)
-        };
-        let pods = self
-            .effective(Kind::Pod, state, &damaged)
+        let (state, damaged) = self.pod_files(&self.layout.clone());
+        let local = self.effective(Kind::Pod, state, &damaged);
+        let (cluster, cluster_damaged) = self.pod_files(&self.cluster.clone());
+        let cluster = cluster
             .into_iter()
-            .filter_map(|e| match e.object {
+            .map(|o| cluster::with_source(o, Source::Api))
+            .collect();
+        let (cluster, shadowed) = cluster_beside(&local, cluster);
+        let uids: BTreeSet<&str> = cluster.iter().map(|o| o.meta().uid.as_str()).collect();
+        self.notify.retain_terminated(|u| uids.contains(u));
+        self.notify.set_shadowed(shadowed);
+        let pods = local
+            .into_iter()
+            .map(|e| e.object)
+            .chain(cluster)
+            .filter_map(|o| match o {
                 Object::Pod(p) => Some(*p),
                 _ => None,
             })
             .collect();
-        let dir = self.layout.kind_dir(Kind::Pod);
-        let damaged = damaged
+        let damaged = [(&self.layout, damaged), (&self.cluster, cluster_damaged)]
             .into_iter()
-            .filter_map(|d| {
-                let (ns, name) = layout::parse_file_name(&d.file)?;
-                Some(DamagedPod {
-                    namespace: ns.to_string(),
-                    name: name.to_string(),
-                    path: dir.join(&d.file),
-                    reason: d.reason,
+            .flat_map(|(tree, damaged)| {
+                let dir = tree.kind_dir(Kind::Pod);
+                damaged.into_iter().filter_map(move |d| {
+                    let (ns, name) = layout::parse_file_name(&d.file)?;
+                    Some(DamagedPod {
+                        namespace: ns.to_string(),
+                        name: name.to_string(),
+                        path: dir.join(&d.file),
+                        reason: d.reason,
+                    })
                 })
             })
             .collect();
         DesiredPods { pods, damaged }
     }
 
-    /// The effective object `kind` `ns/name`, if any.
+    /// The valid pod files of one tree, and (unless read-only) its damaged ones.
+    fn pod_files(&self, tree: &Layout) -> (Vec<Object>, Vec<Damaged>) {
+        if self.read_only {
+            (
+                state_files::list(tree, Kind::Pod, Access::ReadOnly),
+                Vec::new(),
+            )
+        } else {
+            state_files::list_keeping_damaged(tree, Kind::Pod)
+        }
+    }
+
+    /// The effective object `kind` `ns/name`, if any: the local one, else the
+    /// cluster's.
     pub fn get(&mut self, kind: Kind, ns: &str, name: &str) -> Result<Option<Entry>, StoreError> {
+        if let Some(e) = self.get_local(kind, ns, name)? {
+            return Ok(Some(e));
+        }
+        Ok(self.cluster_get(kind, ns, name).map(|object| Entry {
+            object,
+            origin: Origin::Cluster,
+        }))
+    }
+
+    /// The local object `kind` `ns/name` (state directory over firmware), if any.
+    pub fn get_local(
+        &mut self,
+        kind: Kind,
+        ns: &str,
+        name: &str,
+    ) -> Result<Option<Entry>, StoreError> {
         let file = layout::file_name(ns, name).map_err(|e| StoreError::Invalid(e.0))?;
         if let Some(mut s) =
             state_files::read_or_quarantine(&self.layout, kind, &file, self.access())?
         {
             fill_uid(&mut s.object);
             return Ok(Some(Entry {
-                object: s.object,
+                object: cluster::with_source(s.object, Source::File),
                 origin: Origin::State,
             }));
         }
         Ok(self
             .firmware_get(kind, ns, name)
             .map(|(object, path)| Entry {
-                object,
+                object: cluster::with_source(object, Source::File),
                 origin: Origin::Firmware(path),
             }))
     }
 
     /// The configmap `ns/name` for the agent (errors are logged and read as absent).
     pub fn get_configmap(&mut self, ns: &str, name: &str) -> Option<ConfigMap> {
-        match self.get(Kind::ConfigMap, ns, name) {
+        match self.get_local(Kind::ConfigMap, ns, name) {
             Ok(Some(Entry {
                 object: Object::ConfigMap(c),
                 ..
@@ -377,7 +459,7 @@ impl Store {
 
     /// The secret `ns/name` for the agent (errors are logged and read as absent).
     pub fn get_secret(&mut self, ns: &str, name: &str) -> Option<Secret> {
-        match self.get(Kind::Secret, ns, name) {
+        match self.get_local(Kind::Secret, ns, name) {
             Ok(Some(Entry {
                 object: Object::Secret(s),
                 ..
@@ -411,9 +493,9 @@ impl Store {
         }
         let kind = |k: Kind| {
             let i = Kind::ALL.iter().position(|x| *x == k).unwrap_or(0);
-            dirs.dir(i)
+            dirs.dir(i) || dirs.dir(CLUSTER_WATCH + i)
         };
-        let first_firmware = STATUS_WATCH + 1;
+        let first_firmware = CLUSTER_WATCH + Kind::ALL.len();
         let firmware =
             (first_firmware..first_firmware + self.firmware.dirs().len()).any(|i| dirs.dir(i));
         Changes {
@@ -430,13 +512,15 @@ impl Store {
 
     /// The watch, created on first use (CLI commands never need one): the kind
     /// directories, the status directory (at [`STATUS_WATCH`], its files watched too),
-    /// then the firmware directories.
+    /// the cluster's kind directories (from [`CLUSTER_WATCH`]), then the firmware
+    /// directories.
     fn watch_mut(&mut self) -> &mut Watch {
-        let layout = &self.layout;
+        let (layout, cluster) = (&self.layout, &self.cluster);
         let firmware = &self.firmware;
         self.watch.get_or_insert_with(|| {
             let mut dirs: Vec<PathBuf> = Kind::ALL.iter().map(|k| layout.kind_dir(*k)).collect();
             dirs.push(layout.status_dir());
+            dirs.extend(Kind::ALL.iter().map(|k| cluster.kind_dir(*k)));
             dirs.extend(firmware.dirs().iter().cloned());
             Watch::with_files(dirs, STATUS_WATCH)
         })
@@ -453,6 +537,9 @@ impl Store {
         self.check_writable()?;
         let n = self.status.write(ns, name, status)?;
         self.bytes_written += n;
+        if n > 0 {
+            self.notify.mark(ns, name);
+        }
         Ok(n > 0)
     }
 
@@ -464,7 +551,38 @@ impl Store {
     /// Removes the status of pod `ns/name`; false when there was none.
     pub fn remove_status(&mut self, ns: &str, name: &str) -> Result<bool, StoreError> {
         self.check_writable()?;
+        self.notify.mark(ns, name);
         self.status.remove(ns, name)
+    }
+
+    /// Starts telling the caller (the uplink) about status changes: the receiver is
+    /// woken whenever a pod's status file was written or removed, or a cluster pod
+    /// finished terminating; [`Store::take_dirty_pods`] says which pods (see [`notify`]).
+    pub fn subscribe_status(&mut self) -> smol::channel::Receiver<()> {
+        self.notify.subscribe()
+    }
+
+    /// The pods whose status needs sending since the last call.
+    pub fn take_dirty_pods(&mut self) -> BTreeSet<PodName> {
+        self.notify.take()
+    }
+
+    /// Marks pod `ns/name` as needing its status sent (e.g. after the uplink relisted).
+    pub fn mark_pod_dirty(&mut self, ns: &str, name: &str) {
+        self.notify.mark(ns, name);
+    }
+
+    /// The sync loop says a terminating cluster pod is gone from the runtime: the
+    /// uplink may now delete it from the API.
+    pub fn pod_terminated(&mut self, pod: &Pod) {
+        let m = &pod.metadata;
+        self.notify.terminated(&m.namespace, &m.name, &m.uid);
+    }
+
+    /// Whether the cluster pod with `uid` finished terminating (see
+    /// [`Store::pod_terminated`]).
+    pub fn is_terminated(&self, uid: &str) -> bool {
+        self.notify.is_terminated(uid)
     }
 
     /// `(namespace, name)` of every status file.
@@ -515,6 +633,36 @@ fn fill_uid(obj: &mut Object) {
         let uid = uid::derived_uid(obj.kind(), obj.namespace(), obj.name());
         obj.meta_mut().uid = uid;
     }
+}
+
+/// The cluster objects to show beside the `local` ones, and the names of the cluster
+/// pods left out: those with a local pod's namespace and name (the device owner's), or
+/// its uid (two pods never share one).
+fn cluster_beside(local: &[Entry], cluster: Vec<Object>) -> (Vec<Object>, BTreeSet<PodName>) {
+    let mut shadowed = BTreeSet::new();
+    let kept = cluster
+        .into_iter()
+        .filter(|o| {
+            if !matches!(o, Object::Pod(_)) {
+                return true;
+            }
+            let clash = local
+                .iter()
+                .find(|e| same_object(&e.object, o) || e.object.meta().uid == o.meta().uid);
+            if let Some(e) = clash {
+                log::debug!(
+                    "cluster pod {}/{} not run: the local pod {}/{} has its name or uid",
+                    o.namespace(),
+                    o.name(),
+                    e.object.namespace(),
+                    e.object.name()
+                );
+                shadowed.insert((o.namespace().to_string(), o.name().to_string()));
+            }
+            clash.is_none()
+        })
+        .collect();
+    (kept, shadowed)
 }
 
 fn same_object(a: &Object, b: &Object) -> bool {

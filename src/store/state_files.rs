@@ -7,11 +7,11 @@
 //! file named for a pod in place and reports it (the pod must not vanish with it).
 //! Dotfiles (temp files among them) and files not ending in `.json` are skipped.
 
-use super::atomic;
 use super::error::{IoContext, StoreError};
 use super::layout::{self, Kind, Layout};
 use super::quarantine::quarantine;
-use crate::model::{parse_object, Object};
+use super::{atomic, bounded};
+use crate::model::{parse_object, Object, MAX_MANIFEST_BYTES};
 
 /// One object read from the state directory, with the exact bytes of its file.
 pub struct StateObject {
@@ -32,8 +32,19 @@ pub enum Found {
 /// Reads and checks `file` of `kind`, changing nothing.
 pub fn read(layout: &Layout, kind: Kind, file: &str) -> Result<Found, StoreError> {
     let path = layout.kind_dir(kind).join(file);
-    let Some(bytes) = atomic::read_optional(&path).at(&path)? else {
-        return Ok(Found::Missing);
+    // At most the model's limit and a byte is read: a huge file costs no memory, and
+    // is bad input like any other (quarantined), not an I/O failure to retry.
+    let bytes = match bounded::read_optional(&path, MAX_MANIFEST_BYTES) {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => return Ok(Found::Missing),
+        Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge => {
+            return Ok(Found::Bad {
+                reason: format!(
+                    "larger than {MAX_MANIFEST_BYTES} bytes, the limit for one object; not read"
+                ),
+            })
+        }
+        Err(e) => return Err(StoreError::io(&path, e)),
     };
     Ok(
         match check(kind, file, &path.display().to_string(), &bytes) {

@@ -118,6 +118,9 @@ impl Store {
             (true, None) => Ok(Deleted::Removed),
             (true, Some(path)) => Ok(Deleted::FirmwareRestored(path)),
             (false, Some(file)) => Err(StoreError::ReadOnly { what, file }),
+            (false, None) if self.cluster_get(kind, ns, name).is_some() => {
+                Err(StoreError::Cluster(what))
+            }
             (false, None) => Err(StoreError::NotFound(what)),
         }
     }
@@ -133,10 +136,16 @@ impl Store {
         self.check_writable()?;
         let (ns, name) = (&pod.metadata.namespace, &pod.metadata.name);
         let file = layout::file_name(ns, name).map_err(|e| StoreError::Invalid(e.0))?;
-        let dir = self.layout.kind_dir(Kind::Pod);
+        // A cluster pod's file is in the cluster tree.
+        let tree = match pod.source() {
+            crate::model::pod::Source::File => self.layout.clone(),
+            crate::model::pod::Source::Api => self.cluster.clone(),
+        };
+        self.cluster_known.remove(&(Kind::Pod, file.clone()));
+        let dir = tree.kind_dir(Kind::Pod);
         let lock = atomic::open_dir(&dir).at(&dir)?;
         atomic::lock_exclusive(&lock).at(&dir)?;
-        let reason = match state_files::read(&self.layout, Kind::Pod, &file)? {
+        let reason = match state_files::read(&tree, Kind::Pod, &file)? {
             Found::Bad { reason } => reason,
             Found::Missing | Found::Valid(_) => return Ok(None),
         };
@@ -144,6 +153,10 @@ impl Store {
         let moved = quarantine(&quarantine_dir, &dir, &file, Kind::Pod, &reason)?;
         let mut good = pod.clone();
         good.status = None;
+        // Set on every read (see the store's doc), so never written.
+        good.metadata
+            .annotations
+            .remove(crate::model::pod::CONFIG_SOURCE);
         let bytes = to_bytes(&Object::Pod(Box::new(good)));
         self.bytes_written +=
             atomic::write_file(&dir, &file, &bytes, atomic::PLAIN_FILE_MODE).at(&dir.join(&file))?;

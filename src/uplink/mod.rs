@@ -9,9 +9,16 @@
 //! are built on it; when the API server is away they keep failing softly and the agent
 //! keeps running its pods from the store.
 //!
+//! The pod side: [`pods`] (the node's pods listed and watched into the store's
+//! `cluster/` tree, refusals), [`objects`] (the configMaps and secrets they reference,
+//! one watch each, [`objects_projection`] for what is kept of an API object),
+//! [`status`] (status patches from the store's dirty set, the end of the deletion
+//! handshake).
+//!
 //! Secrets (keys, tokens) live in [`kubeconfig::Redacted`] and are never formatted into
 //! a message or a log line.
 
+pub mod agent;
 mod backoff;
 pub mod client;
 mod conn;
@@ -20,8 +27,15 @@ pub mod error;
 pub mod files;
 pub mod identity;
 pub mod kubeconfig;
+pub mod objects;
+pub mod objects_projection;
+mod objects_watch;
+pub mod pods;
+pub mod pods_bound;
 pub mod query;
 mod resolve;
+pub mod status;
+pub mod status_patch;
 pub mod tls;
 pub mod tls_io;
 pub mod watch;

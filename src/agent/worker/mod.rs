@@ -158,6 +158,10 @@ impl Worker {
     }
 
     async fn run(mut self, rx: Receiver<Msg>) {
+        // A cluster pod already being deleted when its worker starts is only stopped.
+        if self.pod.terminating() {
+            return Box::pin(self.terminate()).await;
+        }
         loop {
             // Boxed: a sync's state (CRI calls in flight, configs) lives on the heap
             // only while it runs, so a waiting worker's task holds little more than

@@ -10,16 +10,18 @@ struct Fake {
 }
 
 impl Objects for Fake {
-    fn configmap(&self, ns: &str, name: &str) -> Option<ConfigMap> {
+    fn configmap(&self, pod: &Pod, name: &str) -> Option<ConfigMap> {
+        let ns = &pod.metadata.namespace;
         self.cms
             .iter()
-            .find(|c| c.metadata.namespace == ns && c.metadata.name == name)
+            .find(|c| c.metadata.namespace == *ns && c.metadata.name == name)
             .cloned()
     }
-    fn secret(&self, ns: &str, name: &str) -> Option<Secret> {
+    fn secret(&self, pod: &Pod, name: &str) -> Option<Secret> {
+        let ns = &pod.metadata.namespace;
         self.secrets
             .iter()
-            .find(|c| c.metadata.namespace == ns && c.metadata.name == name)
+            .find(|c| c.metadata.namespace == *ns && c.metadata.name == name)
             .cloned()
     }
 }
@@ -264,4 +266,22 @@ fn resource_field_refs_round_up() {
         "250"
     );
     assert!(resource_value(&c, &r("bogus", None)).is_err());
+}
+
+#[test]
+fn service_account_name_and_a_local_pods_token() {
+    let mut p = pod();
+    p.spec.service_account_name = "robot".into();
+    assert_eq!(
+        field_value(&p, &facts(), "spec.serviceAccountName").unwrap(),
+        "robot"
+    );
+    // The default provider is a local pod's: no cluster, no token, and it says so.
+    let e = objects()
+        .service_account_token(&p, &Default::default())
+        .unwrap_err();
+    assert!(
+        e.starts_with("no token for service account \"robot\""),
+        "{e}"
+    );
 }

@@ -130,6 +130,7 @@ fn running_pod() {
         ConditionStatus::True
     );
     assert_eq!(s.start_time.as_deref(), Some(NOW));
+    assert_eq!(s.qos_class, "BestEffort", "no requests or limits");
 }
 
 #[test]

@@ -1,6 +1,7 @@
 use super::*;
 use crate::model::pod::{
-    ConfigMapVolumeSource, EmptyDirVolumeSource, HostPathVolumeSource, SecretVolumeSource,
+    ConfigMapVolumeSource, EmptyDirVolumeSource, HostPathVolumeSource, KeyToPath,
+    SecretVolumeSource,
 };
 use crate::model::{ConfigMap, Secret};
 use std::cell::RefCell;
@@ -53,10 +54,10 @@ struct Objs {
 }
 
 impl Objects for Objs {
-    fn configmap(&self, _: &str, name: &str) -> Option<ConfigMap> {
+    fn configmap(&self, _: &Pod, name: &str) -> Option<ConfigMap> {
         self.cm.borrow().clone().filter(|c| c.metadata.name == name)
     }
-    fn secret(&self, _: &str, name: &str) -> Option<Secret> {
+    fn secret(&self, _: &Pod, name: &str) -> Option<Secret> {
         self.secret.clone().filter(|s| s.metadata.name == name)
     }
 }
@@ -588,4 +589,268 @@ fn secret_volume_is_a_tmpfs_and_leaves_nothing_on_disk() {
         0,
         "nothing on disk"
     );
+}
+
+/// [`Objs`] with a service-account token provider: `None` answers as for a local pod.
+#[derive(Default)]
+struct WithToken {
+    objs: Objs,
+    token: RefCell<Option<Vec<u8>>>,
+}
+
+impl Objects for WithToken {
+    fn configmap(&self, pod: &Pod, name: &str) -> Option<ConfigMap> {
+        self.objs.configmap(pod, name)
+    }
+    fn secret(&self, pod: &Pod, name: &str) -> Option<Secret> {
+        self.objs.secret(pod, name)
+    }
+    fn service_account_token(
+        &self,
+        pod: &Pod,
+        source: &crate::model::projected::ServiceAccountTokenProjection,
+    ) -> Result<Vec<u8>, String> {
+        match self.token.borrow().clone() {
+            Some(t) => Ok(t),
+            None => self.objs.service_account_token(pod, source),
+        }
+    }
+}
+
+/// A pod with labels, a container with a CPU limit, and the volume `v` (JSON).
+fn pod_with_volume(v: serde_json::Value) -> Pod {
+    let mut p = pod(vec![serde_json::from_value(v).unwrap()]);
+    p.metadata.name = "web".into();
+    p.metadata.labels.insert("app".into(), "web".into());
+    p.spec.service_account_name = "default".into();
+    let mut c = Container {
+        name: "app".into(),
+        ..Default::default()
+    };
+    let cpu = crate::model::Quantity::parse("250m").unwrap();
+    c.resources.limits.insert("cpu".into(), cpu);
+    p.spec.containers.push(c);
+    p
+}
+
+fn file_mode(p: &Path) -> u32 {
+    std::fs::metadata(p).unwrap().permissions().mode() & 0o7777
+}
+
+/// The shape the API server gives every pod of a default cluster, plus a secret source
+/// and more downwardAPI items.
+fn api_access() -> serde_json::Value {
+    serde_json::json!({
+        "name": "kube-api-access-x1",
+        "projected": {"defaultMode": 420, "sources": [
+            {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+            {"configMap": {"name": "cfg", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+            {"secret": {"name": "s", "items": [{"key": "pw", "path": "sec/pw", "mode": 256}]}},
+            {"downwardAPI": {"items": [
+                {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"},
+                 "path": "namespace"},
+                {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.labels"},
+                 "path": "labels"},
+                {"resourceFieldRef": {"containerName": "app", "resource": "limits.cpu",
+                 "divisor": "1m"}, "path": "cpu"}
+            ]}}
+        ]}
+    })
+}
+
+fn api_objects() -> WithToken {
+    let mut secret = Secret::default();
+    secret.metadata.name = "s".into();
+    secret.string_data.insert("pw".into(), "hunter2".into());
+    WithToken {
+        objs: Objs {
+            cm: RefCell::new(Some(cm(&[("ca.crt", "CERT"), ("other", "x")]))),
+            secret: Some(secret),
+        },
+        token: RefCell::new(Some(b"tok-1".to_vec())),
+    }
+}
+
+/// Needs the right to mount (root, as the agent).
+#[test]
+fn projected_volume_shows_every_source_on_a_tmpfs() {
+    let s = Scratch::new("proj");
+    let p = pod_with_volume(api_access());
+    let objs = api_objects();
+    prepare(&p, &s.0, &[], &objs).unwrap();
+    let dir = volume_dir(&s.0, &p, "projected", "kube-api-access-x1");
+    assert!(tmpfs::is_mount_point(&dir).unwrap(), "on a tmpfs");
+    assert_eq!(file_mode(&dir), 0o755, "non-root containers read the token");
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
+    assert_eq!(read("token"), "tok-1");
+    assert_eq!(read("ca.crt"), "CERT");
+    assert!(!dir.join("other").exists(), "only the items");
+    assert_eq!(read("sec/pw"), "hunter2");
+    assert_eq!(read("namespace"), "ns");
+    assert_eq!(read("labels"), "app=\"web\"");
+    assert_eq!(read("cpu"), "250");
+    assert_eq!(file_mode(&dir.join("token")), 0o644);
+    assert_eq!(file_mode(&dir.join("sec/pw")), 0o400);
+    // Mounted read-only, whatever the mount says; a subPath reaches a file through
+    // ..data (the top-level names are links, never followed).
+    let ctr = Container {
+        name: "app".into(),
+        volume_mounts: vec![
+            VolumeMount {
+                name: "kube-api-access-x1".into(),
+                mount_path: "/var/run/secrets/kubernetes.io/serviceaccount".into(),
+                ..Default::default()
+            },
+            VolumeMount {
+                name: "kube-api-access-x1".into(),
+                mount_path: "/ns".into(),
+                sub_path: "namespace".into(),
+                ..Default::default()
+            },
+        ],
+        ..Default::default()
+    };
+    let ms = mounts(&p, &ctr, &s.0, &[], &mut Env::default()).unwrap();
+    assert!(ms.iter().all(|m| m.readonly), "{ms:?}");
+    assert_eq!(Path::new(&ms[0].host_path), dir);
+    assert_eq!(std::fs::read_to_string(&ms[1].host_path).unwrap(), "ns");
+    let done = crate::kuberuntime::pod_dir::unmount_all(&s.0.join("uid-1")).unwrap();
+    assert!(done.contains(&dir), "{done:?}");
+    assert!(!tmpfs::is_mount_point(&dir).unwrap());
+}
+
+/// Needs the right to mount (root, as the agent).
+#[test]
+fn projected_files_are_rewritten_only_when_they_change() {
+    let s = Scratch::new("projw");
+    let mut p = pod_with_volume(api_access());
+    let objs = api_objects();
+    prepare(&p, &s.0, &[], &objs).unwrap();
+    let dir = volume_dir(&s.0, &p, "projected", "kube-api-access-x1");
+    let steady = writes_during(&dir, || {
+        for _ in 0..3 {
+            prepare(&p, &s.0, &[], &objs).unwrap();
+        }
+    });
+    assert_eq!(
+        steady,
+        Vec::<String>::new(),
+        "nothing written at steady state"
+    );
+    // A new token, a changed label: each is one switch of ..data.
+    *objs.token.borrow_mut() = Some(b"tok-2".to_vec());
+    let w = writes_during(&dir, || prepare(&p, &s.0, &[], &objs).unwrap());
+    assert!(w.iter().any(|e| e.contains("MOVED_TO")), "{w:?}");
+    assert_eq!(std::fs::read_to_string(dir.join("token")).unwrap(), "tok-2");
+    p.metadata.labels.insert("tier".into(), "edge".into());
+    prepare(&p, &s.0, &[], &objs).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(dir.join("labels")).unwrap(),
+        "app=\"web\"\ntier=\"edge\""
+    );
+    let w = writes_during(&dir, || prepare(&p, &s.0, &[], &objs).unwrap());
+    assert_eq!(w, Vec::<String>::new());
+}
+
+#[test]
+fn a_local_pod_has_no_token_and_waits_naming_the_volume() {
+    let s = Scratch::new("notoken");
+    let p = pod_with_volume(api_access());
+    let objs = api_objects();
+    *objs.token.borrow_mut() = None;
+    let e = prepare(&p, &s.0, &[], &objs).unwrap_err();
+    assert_eq!(e.reason, "CreateContainerConfigError");
+    assert!(
+        e.message.starts_with(
+            "volume \"kube-api-access-x1\": sources[0].serviceAccountToken: no token for service account \"default\""
+        ),
+        "{e}"
+    );
+    // Missing objects and keys name their source too.
+    let objs = api_objects();
+    *objs.objs.cm.borrow_mut() = None;
+    let e = prepare(&p, &s.0, &[], &objs).unwrap_err();
+    assert_eq!(
+        e.message,
+        "volume \"kube-api-access-x1\": sources[1].configMap: configmap \"cfg\" not found"
+    );
+    *objs.objs.cm.borrow_mut() = Some(cm(&[("other", "x")]));
+    let e = prepare(&p, &s.0, &[], &objs).unwrap_err();
+    assert_eq!(
+        e.message,
+        "volume \"kube-api-access-x1\": sources[1].configMap: key \"ca.crt\" not found for projected path \"ca.crt\""
+    );
+    let _ = crate::kuberuntime::pod_dir::unmount_all(&s.0.join("uid-1"));
+}
+
+/// Needs the right to mount (root, as the agent).
+#[test]
+fn downward_api_volume_follows_the_pod() {
+    let s = Scratch::new("dapi");
+    let mut p = pod_with_volume(serde_json::json!({
+        "name": "info",
+        "downwardAPI": {"defaultMode": 0o440, "items": [
+            {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}, "path": "name"},
+            {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.labels['app']"},
+             "path": "meta/app", "mode": 0o600}
+        ]}
+    }));
+    let objs = WithToken::default();
+    prepare(&p, &s.0, &[], &objs).unwrap();
+    let dir = volume_dir(&s.0, &p, "downward-api", "info");
+    assert!(tmpfs::is_mount_point(&dir).unwrap());
+    assert_eq!(std::fs::read_to_string(dir.join("name")).unwrap(), "web");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("meta/app")).unwrap(),
+        "web"
+    );
+    assert_eq!(file_mode(&dir.join("name")), 0o440);
+    assert_eq!(file_mode(&dir.join("meta/app")), 0o600);
+    p.metadata.labels.insert("app".into(), "web-2".into());
+    prepare(&p, &s.0, &[], &objs).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(dir.join("meta/app")).unwrap(),
+        "web-2"
+    );
+    let done = crate::kuberuntime::pod_dir::unmount_all(&s.0.join("uid-1")).unwrap();
+    assert_eq!(done, std::slice::from_ref(&dir));
+}
+
+#[test]
+fn a_configmap_sub_path_reaches_the_key_through_data() {
+    let s = Scratch::new("cmsub");
+    let mut v = vol("conf");
+    v.config_map = Some(ConfigMapVolumeSource {
+        name: "cfg".into(),
+        ..Default::default()
+    });
+    let p = pod(vec![v]);
+    let objs = Objs {
+        cm: RefCell::new(Some(cm(&[("nginx.conf", "server {}")]))),
+        secret: None,
+    };
+    prepare(&p, &s.0, &[], &objs).unwrap();
+    let ctr = Container {
+        name: "app".into(),
+        volume_mounts: vec![VolumeMount {
+            name: "conf".into(),
+            mount_path: "/etc/nginx/nginx.conf".into(),
+            sub_path: "nginx.conf".into(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let ms = mounts(&p, &ctr, &s.0, &[], &mut Env::default()).unwrap();
+    assert!(ms[0].readonly);
+    assert_eq!(
+        std::fs::read_to_string(&ms[0].host_path).unwrap(),
+        "server {}"
+    );
+    let dir = volume_dir(&s.0, &p, "configmap", "conf");
+    let data = atomic_writer::data_dir(&dir).unwrap();
+    assert_eq!(
+        id(Path::new(&ms[0].host_path)),
+        id(&data.join("nginx.conf"))
+    );
+    let _ = crate::kuberuntime::pod_dir::unmount_all(&s.0.join("uid-1"));
 }

@@ -1,7 +1,8 @@
 //! Validation of security profiles: `seccompProfile` and `appArmorProfile` of the pod
 //! and of each container, and the legacy per-container AppArmor annotation.
 
-use super::{relative_path, Errors};
+use super::paths::relative_path;
+use super::Errors;
 use crate::model::container::{ProfileType, SecurityProfile, APPARMOR_ANNOTATION_PREFIX};
 use crate::model::pod::PodSpec;
 use crate::model::ObjectMeta;

@@ -1,0 +1,90 @@
+//! Literal (`|`) and folded (`>`) block scalars with their chomping (`-`, `+`) and
+//! explicit indentation (`1`-`9`) indicators, as YAML 1.2 section 8.1 defines them:
+//! certificates, scripts and config files embedded in manifests.
+
+use super::{fold, Indent, Parser, Result};
+use serde_json::Value;
+
+impl Parser<'_> {
+    /// A literal (`|`) or folded (`>`) block scalar; `pos` at the indicator.
+    pub(super) fn block_scalar(&mut self, parent: Indent, folded: bool) -> Result<Value> {
+        self.count_node()?;
+        self.pos += 1;
+        let (mut chomp, mut explicit) = (b' ', None);
+        for _ in 0..2 {
+            match self.peek() {
+                Some(c @ (b'+' | b'-')) if chomp == b' ' => chomp = c,
+                Some(c @ b'1'..=b'9') if explicit.is_none() => {
+                    explicit = Some((c - b'0') as Indent)
+                }
+                _ => break,
+            }
+            self.pos += 1;
+        }
+        if !self.blank_at(self.pos) {
+            return self.fail("expected a chomping (+ or -) or indentation (1-9) indicator");
+        }
+        self.end_line()?;
+        let base = parent.max(0);
+        let mut indent = explicit.map(|e| base + e);
+        let mut lines: Vec<&str> = Vec::new(); // "" for a blank line
+        while let Some(state) = self.continuation_indent() {
+            let line_end = self.b[self.pos..]
+                .iter()
+                .position(|&c| c == b'\n')
+                .map_or(self.b.len(), |i| self.pos + i);
+            let want = match (state, indent) {
+                (None, _) => {
+                    lines.push("");
+                    self.pos = (line_end + 1).min(self.b.len());
+                    continue;
+                }
+                (Some(i), None) if i > parent => *indent.insert(i),
+                (Some(_), None) => break,
+                (Some(_), Some(want)) => want,
+            };
+            let spaces = self.b[self.pos..line_end]
+                .iter()
+                .take_while(|&&c| c == b' ')
+                .count() as Indent;
+            if spaces < want {
+                break;
+            }
+            lines.push(&self.s[self.pos + want as usize..line_end]);
+            self.pos = (line_end + 1).min(self.b.len());
+        }
+        let trailing = lines.iter().rev().take_while(|l| l.is_empty()).count();
+        let body = &lines[..lines.len() - trailing];
+        let mut out = String::new();
+        let mut blank = 0;
+        let mut prev_more = true;
+        for (i, line) in body.iter().enumerate() {
+            if line.is_empty() {
+                blank += 1;
+                continue;
+            }
+            let more = line.starts_with([' ', '\t']);
+            if i > 0 {
+                if !folded || prev_more || more {
+                    out.extend(std::iter::repeat_n('\n', blank + 1));
+                } else {
+                    fold(&mut out, blank);
+                }
+            } else {
+                out.extend(std::iter::repeat_n('\n', blank));
+            }
+            out.push_str(line);
+            (blank, prev_more) = (0, more);
+        }
+        match chomp {
+            b'-' => {}
+            b'+' => out.extend(std::iter::repeat_n(
+                '\n',
+                trailing + usize::from(!body.is_empty()),
+            )),
+            _ if !body.is_empty() => out.push('\n'),
+            _ => {}
+        }
+        Ok(Value::String(out))
+    }
+}

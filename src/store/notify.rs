@@ -1,0 +1,131 @@
+//! What the store tells the uplink without being polled: which pods' status files were
+//! written or removed since it last asked (a set of dirty pods, not a queue: the uplink
+//! reads each pod's latest status when it sends, so a pod whose status changed ten times
+//! while the API server was away costs one request), which cluster pods have finished
+//! terminating, and which cluster pods are shadowed by a local pod of the same name.
+//!
+//! Nothing is kept until someone subscribes ([`Notify::subscribe`]): a local-only agent
+//! pays nothing. The subscriber is woken through a channel of capacity one, so any
+//! number of changes between two looks cost one wake-up.
+
+use smol::channel::{Receiver, Sender};
+use std::collections::BTreeSet;
+
+/// A pod by namespace and name (status files are per name, whatever the source).
+pub type PodName = (String, String);
+
+#[derive(Default)]
+pub struct Notify {
+    wake: Option<Sender<()>>,
+    dirty: BTreeSet<PodName>,
+    /// Uids of cluster pods whose worker stopped and removed everything of them.
+    terminated: BTreeSet<String>,
+    /// Cluster pods not run because a local pod has their namespace and name.
+    shadowed: BTreeSet<PodName>,
+}
+
+impl Notify {
+    /// Starts keeping the dirty set; the receiver is woken after each change.
+    pub fn subscribe(&mut self) -> Receiver<()> {
+        let (tx, rx) = smol::channel::bounded(1);
+        self.wake = Some(tx);
+        rx
+    }
+
+    /// Pod `ns/name` needs its status sent again.
+    pub fn mark(&mut self, ns: &str, name: &str) {
+        let Some(wake) = &self.wake else { return };
+        if self.dirty.insert((ns.to_string(), name.to_string())) {
+            let _ = wake.try_send(());
+        }
+    }
+
+    /// The dirty pods since the last call (the set is emptied).
+    pub fn take(&mut self) -> BTreeSet<PodName> {
+        std::mem::take(&mut self.dirty)
+    }
+
+    /// A cluster pod's termination finished (nothing of it is left on the runtime).
+    pub fn terminated(&mut self, ns: &str, name: &str, uid: &str) {
+        self.terminated.insert(uid.to_string());
+        self.mark(ns, name);
+    }
+
+    pub fn is_terminated(&self, uid: &str) -> bool {
+        self.terminated.contains(uid)
+    }
+
+    /// Forgets uids that are no longer in the cache (`keep` says which are).
+    pub fn retain_terminated(&mut self, keep: impl Fn(&str) -> bool) {
+        self.terminated.retain(|u| keep(u));
+    }
+
+    /// The cluster pods shadowed now; those whose state changed are marked dirty.
+    pub fn set_shadowed(&mut self, now: BTreeSet<PodName>) {
+        let changed: Vec<PodName> = self.shadowed.symmetric_difference(&now).cloned().collect();
+        self.shadowed = now;
+        for (ns, name) in changed {
+            self.mark(&ns, &name);
+        }
+    }
+
+    pub fn is_shadowed(&self, ns: &str, name: &str) -> bool {
+        self.shadowed.contains(&(ns.to_string(), name.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name(n: &str) -> PodName {
+        ("default".to_string(), n.to_string())
+    }
+
+    #[test]
+    fn nothing_is_kept_without_a_subscriber() {
+        let mut n = Notify::default();
+        n.mark("default", "a");
+        assert!(n.take().is_empty());
+    }
+
+    #[test]
+    fn a_set_not_a_queue_and_one_wake_for_many_changes() {
+        let mut n = Notify::default();
+        let rx = n.subscribe();
+        for _ in 0..10 {
+            n.mark("default", "a");
+            n.mark("default", "b");
+        }
+        assert_eq!(rx.len(), 1, "one wake-up pending");
+        assert!(rx.try_recv().is_ok());
+        assert_eq!(n.take(), BTreeSet::from([name("a"), name("b")]));
+        assert!(n.take().is_empty());
+        n.mark("default", "a");
+        assert_eq!(rx.len(), 1, "woken again after the set was taken");
+    }
+
+    #[test]
+    fn termination_marks_and_is_remembered_until_forgotten() {
+        let mut n = Notify::default();
+        let _rx = n.subscribe();
+        n.terminated("default", "a", "uid-a");
+        assert!(n.is_terminated("uid-a"));
+        assert_eq!(n.take(), BTreeSet::from([name("a")]));
+        n.retain_terminated(|u| u != "uid-a");
+        assert!(!n.is_terminated("uid-a"));
+    }
+
+    #[test]
+    fn shadowing_changes_mark_the_pods_concerned() {
+        let mut n = Notify::default();
+        let _rx = n.subscribe();
+        n.set_shadowed(BTreeSet::from([name("a")]));
+        assert!(n.is_shadowed("default", "a"));
+        assert_eq!(n.take(), BTreeSet::from([name("a")]));
+        n.set_shadowed(BTreeSet::from([name("a")]));
+        assert!(n.take().is_empty(), "no change, nothing to send");
+        n.set_shadowed(BTreeSet::from([name("b")]));
+        assert_eq!(n.take(), BTreeSet::from([name("a"), name("b")]));
+    }
+}

@@ -1,0 +1,55 @@
+//! The uplink inside the running agent: one [`Uplink`] per agent, holding the API
+//! client (one HTTP/2 connection) and the agent's [`Context`], shared by the uplink's
+//! tasks (node registration and lease, the pod source, status sync, ...). Each task is
+//! spawned on the agent's one executor and never ends the agent: while the API server
+//! is away they retry with back-off and the pods keep running from the store.
+
+use super::{kubeconfig, ApiClient, ClientOptions, SetupError};
+use crate::agent::context::Context;
+use std::rc::Rc;
+
+/// What the uplink's tasks share.
+pub struct Uplink {
+    /// The API client: every task's requests go over its one connection.
+    pub client: ApiClient,
+    /// The Node's name (`apiServer.nodeName`, else the config's, else the host name).
+    pub node_name: String,
+    /// The agent's shared state: config, CRI client, store, host facts.
+    pub ctx: Rc<Context>,
+}
+
+/// Reads the node's kubeconfig and makes the uplink; `None` for a local-only config.
+/// Nothing is connected yet: an unreachable API server is not an error here, only an
+/// unusable kubeconfig is (the agent refuses to start on it, naming the file).
+pub fn new(ctx: &Rc<Context>) -> Result<Option<Rc<Uplink>>, SetupError> {
+    let Some(api) = &ctx.cfg.api_server else {
+        return Ok(None);
+    };
+    let kc = kubeconfig::load(&api.kubeconfig)?;
+    let client = ApiClient::new(&kc, ClientOptions::default())?;
+    log::info!(
+        "uplink: node {} at {} ({})",
+        ctx.host.node_name,
+        kc.server.authority(),
+        super::identity::describe(&kc)
+    );
+    Ok(Some(Rc::new(Uplink {
+        client,
+        node_name: ctx.host.node_name.clone(),
+        ctx: ctx.clone(),
+    })))
+}
+
+/// Spawns the uplink's tasks on the agent's executor; they run as long as the agent.
+pub fn start(uplink: &Rc<Uplink>) {
+    // Each piece of the uplink adds its task here.
+    start_pods(uplink);
+}
+
+/// The pod side: the pod source (with the configMap and secret watches) and status up.
+fn start_pods(uplink: &Rc<Uplink>) {
+    let bound = Rc::new(super::pods_bound::Bound::default());
+    let wake = uplink.ctx.store.borrow_mut().subscribe_status();
+    crate::rt::spawn(super::pods::run(uplink.clone(), bound.clone())).detach();
+    crate::rt::spawn(super::status::run(uplink.clone(), bound, wake)).detach();
+}

@@ -1,0 +1,214 @@
+//! One configMap or secret kept current from the API: list it alone
+//! (`fieldSelector=metadata.name=NAME` in its namespace: the Node authorizer lets a
+//! node list and watch exactly the objects its pods reference, one at a time), cache
+//! it, watch it from the list's resourceVersion (bookmarks on, the server ends the watch
+//! after 5-10 minutes and it is resumed from the last resourceVersion), relist after
+//! any failure. A deleted object leaves the cache; one the model refuses is logged and
+//! not cached.
+//!
+//! The API server may refuse (403) while the authorizer has not yet seen the pod that
+//! references the object, or when a pod names an object the node may not read (another
+//! node's secret through a hand-made pod): that is logged once per object and tried
+//! again slowly (5 s doubling to 5 min), never in a tight loop. Other failures (the
+//! uplink away) are retried with the uplink's back-off and logged only at debug: the
+//! connection already says it is down.
+
+use super::agent::Uplink;
+use super::backoff;
+use super::objects::ObjectRef;
+use super::objects_projection::{meta_str, project, to_bytes};
+use super::{resource_path, ApiError, EventType, ListParams};
+use crate::model::parse_object;
+use crate::store::Kind;
+use async_io::Timer;
+use serde_json::Value;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// First wait after a 403, doubled up to [`FORBIDDEN_MAX`].
+const FORBIDDEN_FIRST: Duration = Duration::from_secs(5);
+const FORBIDDEN_MAX: Duration = Duration::from_secs(300);
+
+/// Watches `r` until the task is dropped (no pod references it any longer).
+pub async fn run(up: Rc<Uplink>, r: ObjectRef) {
+    let resource = match r.kind {
+        Kind::ConfigMap => "configmaps",
+        _ => "secrets",
+    };
+    let path = resource_path("v1", Some(&r.namespace), resource, None, None);
+    let mut retry = Retry::default();
+    loop {
+        let params = ListParams {
+            field_selector: Some(format!("metadata.name={}", r.name)),
+            ..Default::default()
+        };
+        let list: Value = match up.client.list(&path, &params).await {
+            Ok(list) => list,
+            Err(e) => {
+                Timer::after(retry.failed(&r, &e)).await;
+                continue;
+            }
+        };
+        retry.succeeded(&r);
+        keep(&up, &r, list["items"].as_array().and_then(|i| i.first()));
+        let mut rv = meta_str(&list, "resourceVersion").to_string();
+        while let Some(next) = watch(&up, &r, &path, &rv, &params).await {
+            rv = next;
+        }
+        Timer::after(backoff::delay(1, backoff::random())).await;
+    }
+}
+
+/// One watch from `rv`: `Some(rv)` to resume from when the server ended it normally,
+/// `None` when it failed (relist).
+async fn watch(
+    up: &Uplink,
+    r: &ObjectRef,
+    path: &str,
+    rv: &str,
+    list: &ListParams,
+) -> Option<String> {
+    let params = ListParams {
+        resource_version: Some(rv.to_string()),
+        timeout_seconds: Some(300 + backoff::random() % 300),
+        allow_watch_bookmarks: true,
+        ..list.clone()
+    };
+    let mut stream = match up.client.watch(path, &params).await {
+        Ok(s) => s,
+        Err(e) => {
+            log::debug!("uplink: watch of {r}: {e}");
+            return None;
+        }
+    };
+    loop {
+        match stream.next().await {
+            Ok(Some(ev)) => match ev.kind {
+                EventType::Added | EventType::Modified => keep(up, r, Some(&ev.object)),
+                EventType::Deleted => keep(up, r, None),
+                EventType::Bookmark => {}
+            },
+            Ok(None) => return Some(stream.resource_version().unwrap_or(rv).to_string()),
+            Err(e) => {
+                log::debug!("uplink: watch of {r} ended: {e}");
+                return None;
+            }
+        }
+    }
+}
+
+/// Caches `obj` as `r` (`None`: the object does not exist, so neither does its copy).
+fn keep(up: &Uplink, r: &ObjectRef, obj: Option<&Value>) {
+    let obj =
+        obj.filter(|o| meta_str(o, "name") == r.name && meta_str(o, "namespace") == r.namespace);
+    let mut store = up.ctx.store.borrow_mut();
+    let Some(obj) = obj else {
+        match store.remove_cluster(r.kind, &r.namespace, &r.name) {
+            Ok(true) => log::info!("uplink: {r} is gone from the cluster; removed from the cache"),
+            Ok(false) => {}
+            Err(e) => log::warn!("uplink: {r}: {e}"),
+        }
+        return;
+    };
+    let bytes = to_bytes(&project(r.kind, obj));
+    let source = format!("{r} (from the API)");
+    if let Err(e) = parse_object(&source, &bytes) {
+        log::warn!(
+            "uplink: {r} refused, not cached: {}",
+            withheld(r.kind, &e.messages).join("; ")
+        );
+        let _ = store.remove_cluster(r.kind, &r.namespace, &r.name);
+        return;
+    }
+    match store.put_cluster(r.kind, &r.namespace, &r.name, &bytes) {
+        Ok(true) => log::info!("uplink: {r} cached"),
+        Ok(false) => {}
+        Err(e) => log::warn!("uplink: {r}: cannot cache it: {e}"),
+    }
+}
+
+/// Messages about a secret keep only where the problem is (`SOURCE: field`), never
+/// what follows: a parser's words may quote the secret's data.
+fn withheld(kind: Kind, messages: &[String]) -> Vec<String> {
+    if kind != Kind::Secret {
+        return messages.to_vec();
+    }
+    messages
+        .iter()
+        .map(|m| {
+            let place: Vec<&str> = m.splitn(3, ": ").take(2).collect();
+            format!("{} (details withheld: secret data)", place.join(": "))
+        })
+        .collect()
+}
+
+/// When to try again, and whether a 403 has been said for this object already.
+#[derive(Default)]
+struct Retry {
+    failures: u32,
+    forbidden: u32,
+}
+
+impl Retry {
+    fn failed(&mut self, r: &ObjectRef, e: &ApiError) -> Duration {
+        if e.is_forbidden() {
+            self.forbidden = self.forbidden.saturating_add(1);
+            let wait = forbidden_delay(self.forbidden);
+            if self.forbidden == 1 {
+                log::warn!(
+                    "uplink: {r}: the API server refuses to show it to this node ({e}); \
+                     pods that need it wait; trying again every {}s at most",
+                    FORBIDDEN_MAX.as_secs()
+                );
+            } else {
+                log::debug!("uplink: {r}: still refused; again in {wait:?}");
+            }
+            return wait;
+        }
+        self.failures = self.failures.saturating_add(1);
+        let wait = backoff::delay(self.failures, backoff::random());
+        if e.is_transient() {
+            log::debug!("uplink: {r}: {e}; again in {wait:?}");
+        } else {
+            log::warn!("uplink: {r}: {e}; again in {wait:?}");
+        }
+        wait
+    }
+
+    fn succeeded(&mut self, r: &ObjectRef) {
+        if self.forbidden > 0 {
+            log::info!("uplink: {r}: readable again");
+        }
+        *self = Retry::default();
+    }
+}
+
+/// The wait after the `n`th 403 in a row (n >= 1).
+fn forbidden_delay(n: u32) -> Duration {
+    FORBIDDEN_FIRST
+        .saturating_mul(1 << n.saturating_sub(1).min(8))
+        .min(FORBIDDEN_MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_are_retried_slowly_and_capped() {
+        assert_eq!(forbidden_delay(1), Duration::from_secs(5));
+        assert_eq!(forbidden_delay(2), Duration::from_secs(10));
+        assert_eq!(forbidden_delay(7), Duration::from_secs(300));
+        assert_eq!(forbidden_delay(u32::MAX), Duration::from_secs(300));
+    }
+
+    #[test]
+    fn secret_problems_name_the_field_only() {
+        let m = vec!["secret ns/s (from the API): data[k]: bad byte 'x' in \"hunter2\"".into()];
+        assert_eq!(
+            withheld(Kind::Secret, &m),
+            ["secret ns/s (from the API): data[k] (details withheld: secret data)"]
+        );
+        assert_eq!(withheld(Kind::ConfigMap, &m), m);
+    }
+}

@@ -1,0 +1,440 @@
+//! The cluster as a source of pods: list + watch of the pods bound to this node
+//! (`fieldSelector=spec.nodeName=NODE`), cached in `STATE/cluster/pods/` as the
+//! projection of [`super::objects_projection`], so the sync loop runs them like any
+//! other desired pod and they survive a reboot without an uplink.
+//!
+//! - A list replaces the cached set: pods gone from the API leave the cache (and so
+//!   stop); every cached pod's status is sent again ([`crate::store::Store::mark_pod_dirty`]),
+//!   so the API is current after an outage. Then a watch from the list's
+//!   resourceVersion (bookmarks on; the server ends it after 5-10 minutes and it is
+//!   resumed from the last resourceVersion). 410 Gone, an ERROR event or any failure:
+//!   relist (after a short wait: the connection's own back-off paces reconnecting).
+//! - A pod the model refuses (`model::parse_object`: an unsupported volume, a bad
+//!   field) is never cached: it is reported `Failed` with reason `UnsupportedPodSpec`
+//!   and a message naming the fields ([`Bound`], sent by [`super::status`]). A pod
+//!   the API already shows in a terminal phase is not run (kubelet's rule: a finished
+//!   pod is never started again) and leaves the cache.
+//! - The configMaps and secrets the cached pods reference are watched
+//!   ([`super::objects`]).
+//!
+//! While the API server is away nothing here changes the cache: the pods keep running.
+
+use super::agent::Uplink;
+use super::backoff;
+use super::objects::{references, ObjectRef, ObjectWatches};
+use super::objects_projection::{meta_str, project, to_bytes};
+use super::pods_bound::{api_ips, Bound, Refusal};
+use super::status_patch::shows_refusal;
+use super::{resource_path, EventType, ListParams};
+use crate::model::{parse_pod, Object, Pod};
+use crate::store::notify::PodName;
+use crate::store::Kind;
+use async_io::Timer;
+use serde_json::Value;
+use std::rc::Rc;
+
+/// Reason of a pod refused by validation.
+pub const UNSUPPORTED: &str = "UnsupportedPodSpec";
+/// Longest refusal message sent (the model's messages are bounded, but many of them
+/// would make a status nobody reads).
+const MAX_MESSAGE: usize = 1024;
+
+struct PodSource {
+    up: Rc<Uplink>,
+    bound: Rc<Bound>,
+    objects: ObjectWatches,
+    /// The references last given to `objects`.
+    watched: Vec<ObjectRef>,
+    failures: u32,
+}
+
+/// Runs the pod source for as long as the agent runs.
+pub async fn run(up: Rc<Uplink>, bound: Rc<Bound>) {
+    let mut source = PodSource::new(up, bound);
+    loop {
+        let Some(mut rv) = source.list().await else {
+            Timer::after(backoff::delay(source.failures, backoff::random())).await;
+            continue;
+        };
+        while let Some(next) = source.watch(&rv).await {
+            rv = next;
+        }
+        Timer::after(backoff::delay(1, backoff::random())).await;
+    }
+}
+
+impl PodSource {
+    /// Starts from the cache: its pods' objects are watched before the first list, so
+    /// a start without an uplink keeps them as they are.
+    fn new(up: Rc<Uplink>, bound: Rc<Bound>) -> PodSource {
+        let pods = up.ctx.store.borrow_mut().cluster_list(Kind::Pod);
+        for p in pods.iter().filter_map(|o| match o {
+            Object::Pod(p) => Some(p),
+            _ => None,
+        }) {
+            let m = &p.metadata;
+            bound.update(&(m.namespace.clone(), m.name.clone()), |k| {
+                k.uid = m.uid.clone();
+                k.cached = true;
+                k.refs = references(p);
+            });
+        }
+        let mut source = PodSource {
+            objects: ObjectWatches::new(up.clone()),
+            up,
+            bound,
+            watched: Vec::new(),
+            failures: 0,
+        };
+        source.sync_objects(true);
+        source
+    }
+
+    fn path(&self) -> String {
+        resource_path("v1", None, "pods", None, None)
+    }
+
+    fn params(&self) -> ListParams {
+        ListParams {
+            field_selector: Some(format!("spec.nodeName={}", self.up.node_name)),
+            ..Default::default()
+        }
+    }
+
+    /// Lists the node's pods and makes the cache what the list says; the list's
+    /// resourceVersion, or `None` when the list failed.
+    async fn list(&mut self) -> Option<String> {
+        let list: Value = match self.up.client.list(&self.path(), &self.params()).await {
+            Ok(list) => list,
+            Err(e) => {
+                self.failures = self.failures.saturating_add(1);
+                if self.failures == 1 {
+                    log::warn!(
+                        "uplink: cannot list the pods bound to node {} ({e}); the cached \
+                         pods keep running, trying again",
+                        self.up.node_name
+                    );
+                } else {
+                    log::debug!("uplink: listing pods: {e}");
+                }
+                return None;
+            }
+        };
+        if std::mem::take(&mut self.failures) > 0 {
+            log::info!("uplink: pods listed again");
+        }
+        let items = list["items"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+        self.replace_all(items);
+        Some(meta_str(&list, "resourceVersion").to_string())
+    }
+
+    /// One watch from `rv`: `Some(rv)` to resume from when the server ended it
+    /// normally, `None` to relist.
+    async fn watch(&mut self, rv: &str) -> Option<String> {
+        let params = ListParams {
+            resource_version: Some(rv.to_string()),
+            timeout_seconds: Some(300 + backoff::random() % 300),
+            allow_watch_bookmarks: true,
+            ..self.params()
+        };
+        let mut stream = match self.up.client.watch(&self.path(), &params).await {
+            Ok(s) => s,
+            Err(e) => {
+                log::debug!("uplink: watching pods: {e}; relisting");
+                return None;
+            }
+        };
+        loop {
+            match stream.next().await {
+                Ok(Some(ev)) => match ev.kind {
+                    EventType::Added | EventType::Modified => {
+                        self.upsert(&ev.object);
+                        self.sync_objects(false);
+                    }
+                    EventType::Deleted => self.remove(&ev.object),
+                    EventType::Bookmark => {}
+                },
+                Ok(None) => return Some(stream.resource_version().unwrap_or(rv).to_string()),
+                Err(e) if e.is_gone() => {
+                    log::info!("uplink: pod watch too old ({e}); relisting");
+                    return None;
+                }
+                Err(e) => {
+                    log::info!("uplink: pod watch ended ({e}); relisting");
+                    return None;
+                }
+            }
+        }
+    }
+
+    /// A list: every listed pod is taken, pods not listed are forgotten (and leave the
+    /// cache), and every cached pod's status is to be sent again.
+    fn replace_all(&mut self, items: &[Value]) {
+        let mut listed = Vec::new();
+        for item in items {
+            listed.extend(self.upsert(item));
+        }
+        for name in self.bound.names() {
+            if !listed.contains(&name) {
+                if self.bound.get(&name).is_some_and(|k| k.cached) {
+                    log::info!("uplink: pod {}/{} is gone from the API", name.0, name.1);
+                }
+                self.forget(&name);
+                self.bound.remove(&name);
+            }
+        }
+        let mut store = self.up.ctx.store.borrow_mut();
+        for (ns, name) in self.bound.cached() {
+            store.mark_pod_dirty(&ns, &name);
+        }
+        drop(store);
+        self.sync_objects(false);
+    }
+
+    /// Takes one pod from the API: cached when the model accepts it, refused when not,
+    /// left out when the API shows it finished. Returns its name.
+    fn upsert(&mut self, obj: &Value) -> Option<PodName> {
+        let (ns, name, uid) = (
+            meta_str(obj, "namespace"),
+            meta_str(obj, "name"),
+            meta_str(obj, "uid"),
+        );
+        if ns.is_empty() || name.is_empty() {
+            return None;
+        }
+        let key: PodName = (ns.to_string(), name.to_string());
+        if obj["spec"]["nodeName"].as_str() != Some(self.up.node_name.as_str()) {
+            // Not for this node (the selector says it cannot happen).
+            self.forget(&key);
+            self.bound.remove(&key);
+            return None;
+        }
+        let ips = api_ips(&obj["status"]);
+        self.bound.update(&key, |k| k.api_ips = ips);
+        if matches!(
+            obj["status"]["phase"].as_str(),
+            Some("Succeeded" | "Failed")
+        ) {
+            if self.bound.get(&key).is_some_and(|k| k.cached) {
+                log::info!("uplink: pod {ns}/{name} finished; no longer kept");
+            }
+            self.forget(&key);
+            self.bound.update(&key, |k| k.refusal = None);
+            return Some(key);
+        }
+        let bytes = to_bytes(&project(Kind::Pod, obj));
+        let source = format!("pod {ns}/{name}");
+        match parse_pod(&source, &bytes) {
+            Ok(pod) => self.keep(&key, &pod, &bytes),
+            Err(e) => {
+                let messages = name_volume_sources(&source, e.messages, obj);
+                let refusal = Refusal {
+                    reason: UNSUPPORTED,
+                    message: refusal_message(&self.up.node_name, &source, &messages),
+                };
+                self.refuse(&key, uid, refusal, &obj["status"]);
+            }
+        }
+        Some(key)
+    }
+
+    /// Caches a pod the model accepted.
+    fn keep(&mut self, key: &PodName, pod: &Pod, bytes: &[u8]) {
+        let (ns, name, uid) = (&key.0, &key.1, &pod.metadata.uid);
+        let before = self.bound.get(key).filter(|k| k.cached);
+        let mut store = self.up.ctx.store.borrow_mut();
+        let known = before.as_ref().is_some_and(|k| k.uid == *uid);
+        if known
+            && pod.metadata.deletion_timestamp.is_some()
+            && !store.cluster_exists(Kind::Pod, ns, name)
+        {
+            // Stopped and deleted by the status task; the API's last words on it (our
+            // own gracePeriodSeconds 0) must not bring it back.
+            return;
+        }
+        match store.put_cluster(Kind::Pod, ns, name, bytes) {
+            Ok(true) => {
+                let what = match before {
+                    None => "bound to this node",
+                    Some(_) if pod.metadata.deletion_timestamp.is_some() => "being deleted",
+                    Some(_) => "changed",
+                };
+                log::info!("uplink: pod {ns}/{name} {what} (uid {uid})");
+                store.mark_pod_dirty(ns, name);
+            }
+            Ok(false) => {}
+            Err(e) => {
+                log::error!("uplink: pod {ns}/{name}: cannot cache it: {e}");
+                return;
+            }
+        }
+        drop(store);
+        let refs = references(pod);
+        self.bound.update(key, |k| {
+            k.uid = uid.clone();
+            k.cached = true;
+            k.refs = refs;
+            k.refusal = None;
+        });
+    }
+
+    /// Reports a pod this node does not run (unless the API already shows exactly
+    /// that); a cached copy is removed.
+    fn refuse(&mut self, key: &PodName, uid: &str, refusal: Refusal, status: &Value) {
+        self.forget(key);
+        let said = shows_refusal(status, refusal.reason, &refusal.message);
+        let message = refusal.message.clone();
+        let new = self.bound.update(key, |k| {
+            let new = k.uid != uid || k.refusal.as_ref() != Some(&refusal);
+            k.uid = uid.to_string();
+            k.refusal = (!said).then_some(refusal);
+            new && !said
+        });
+        if new {
+            log::warn!("uplink: pod {}/{} refused: {message}", key.0, key.1);
+            self.up
+                .ctx
+                .store
+                .borrow_mut()
+                .mark_pod_dirty(&key.0, &key.1);
+        }
+    }
+
+    /// A DELETED event: the pod is forgotten (when it is the uid known).
+    fn remove(&mut self, obj: &Value) {
+        let key: PodName = (
+            meta_str(obj, "namespace").to_string(),
+            meta_str(obj, "name").to_string(),
+        );
+        let uid = meta_str(obj, "uid");
+        let Some(known) = self.bound.get(&key).filter(|k| k.uid == uid) else {
+            return;
+        };
+        if known.cached {
+            log::info!("uplink: pod {}/{} deleted from the API", key.0, key.1);
+        }
+        self.forget(&key);
+        self.bound.remove(&key);
+        self.sync_objects(false);
+    }
+
+    /// Removes a pod from the cache, if it is there (its worker then stops it).
+    fn forget(&mut self, key: &PodName) {
+        let cached = self.bound.update(key, |k| std::mem::take(&mut k.cached));
+        if !cached {
+            return;
+        }
+        let mut store = self.up.ctx.store.borrow_mut();
+        if let Err(e) = store.remove_cluster(Kind::Pod, &key.0, &key.1) {
+            log::error!(
+                "uplink: pod {}/{}: cannot remove it from the cache: {e}",
+                key.0,
+                key.1
+            );
+        }
+    }
+
+    /// Gives the object watches what the cached pods reference, when it changed
+    /// (`force`: in any case, e.g. to drop cached objects left from an earlier run).
+    fn sync_objects(&mut self, force: bool) {
+        let wanted = self.bound.references();
+        if force || wanted != self.watched {
+            self.objects.set(&wanted);
+            self.watched = wanted;
+        }
+    }
+}
+
+/// The model reads only the volume sources it supports, so of a volume with another
+/// one it says "got none": name what the API object has there instead.
+fn name_volume_sources(source: &str, messages: Vec<String>, obj: &Value) -> Vec<String> {
+    let volumes = obj["spec"]["volumes"].as_array();
+    messages
+        .into_iter()
+        .map(|m| {
+            let at = m
+                .strip_prefix(source)
+                .and_then(|r| r.strip_prefix(": spec.volumes["))
+                .and_then(|r| r.split_once("]: "))
+                .filter(|(_, rest)| rest.ends_with("got none"))
+                .and_then(|(i, _)| i.parse::<usize>().ok());
+            let Some(v) = at.and_then(|i| volumes?.get(i)?.as_object()) else {
+                return m;
+            };
+            let kinds: Vec<&str> = v
+                .keys()
+                .map(String::as_str)
+                .filter(|k| *k != "name")
+                .collect();
+            format!(
+                "{m} (this pod's volume is {}: not supported)",
+                kinds.join(", ")
+            )
+        })
+        .collect()
+}
+
+/// The message of a refusal: the model's problems without their `SOURCE: ` prefix,
+/// joined, at most [`MAX_MESSAGE`] bytes.
+fn refusal_message(node: &str, source: &str, messages: &[String]) -> String {
+    let prefix = format!("{source}: ");
+    let mut out = format!("node {node} (tinylet) cannot run this pod: ");
+    for (i, m) in messages.iter().enumerate() {
+        let m = m.strip_prefix(&prefix).unwrap_or(m);
+        if out.len() + m.len() > MAX_MESSAGE {
+            out.push_str(&format!("; ... and {} more", messages.len() - i));
+            break;
+        }
+        if i > 0 {
+            out.push_str("; ");
+        }
+        out.push_str(m);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusal_messages_name_the_fields_and_are_bounded() {
+        let m = refusal_message(
+            "gw1",
+            "pod d/p",
+            &["pod d/p: spec.volumes[0]: unsupported volume source".into()],
+        );
+        assert_eq!(
+            m,
+            "node gw1 (tinylet) cannot run this pod: spec.volumes[0]: unsupported volume source"
+        );
+        let many: Vec<String> = (0..100)
+            .map(|i| format!("pod d/p: spec.containers[{i}].image: {}", "x".repeat(50)))
+            .collect();
+        let m = refusal_message("gw1", "pod d/p", &many);
+        assert!(m.len() < MAX_MESSAGE + 40, "{}", m.len());
+        assert!(m.ends_with("more"), "{m}");
+    }
+
+    #[test]
+    fn volume_sources_the_model_does_not_read_are_named() {
+        let obj = serde_json::json!({"spec": {"volumes": [
+            {"name": "ok", "emptyDir": {}},
+            {"name": "kube-api-access-x", "projected": {"sources": []}}
+        ]}});
+        let got = name_volume_sources(
+            "pod d/p",
+            vec![
+                "pod d/p: spec.volumes[1]: must specify exactly one of emptyDir, hostPath, configMap, secret, got none".into(),
+                "pod d/p: spec.containers[0].image: required".into(),
+            ],
+            &obj,
+        );
+        assert!(
+            got[0].ends_with("(this pod's volume is projected: not supported)"),
+            "{}",
+            got[0]
+        );
+        assert_eq!(got[1], "pod d/p: spec.containers[0].image: required");
+    }
+}

@@ -1,0 +1,163 @@
+//! What the node knows of each pod bound to it, shared by the pod source (which writes
+//! it) and the status task (which reads it): whether the pod is cached (run here) and
+//! what it references, whether it is refused and what the API is still to be told, and
+//! the pod IPs the API shows (`podIPs` merge by `ip` in a strategic merge patch, so a
+//! pod whose IP changed must name the one to delete, or the API would hold two IPs of
+//! one family and refuse the patch). One map for all of it: each map type costs code.
+
+use super::objects::ObjectRef;
+use crate::store::notify::PodName;
+use serde_json::Value;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
+/// Why a bound pod is not run, and what the API is to show for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub reason: &'static str,
+    pub message: String,
+}
+
+/// One bound pod.
+#[derive(Debug, Clone, Default)]
+pub struct Known {
+    pub uid: String,
+    /// In the store's cluster tree: the node runs it.
+    pub cached: bool,
+    /// The configMaps and secrets the cached pod references (sorted, no duplicates).
+    pub refs: Vec<ObjectRef>,
+    /// Refused, and not yet reported so.
+    pub refusal: Option<Refusal>,
+    /// The pod IPs in the API's last copy.
+    pub api_ips: Vec<String>,
+}
+
+/// The bound pods by namespace and name.
+#[derive(Default)]
+pub struct Bound(RefCell<BTreeMap<PodName, Known>>);
+
+impl Bound {
+    pub fn get(&self, name: &PodName) -> Option<Known> {
+        self.0.borrow().get(name).cloned()
+    }
+
+    /// Changes (or makes) the entry of `name`; returns what `f` returns.
+    pub fn update<T>(&self, name: &PodName, f: impl FnOnce(&mut Known) -> T) -> T {
+        f(self.0.borrow_mut().entry(name.clone()).or_default())
+    }
+
+    pub fn remove(&self, name: &PodName) -> Option<Known> {
+        self.0.borrow_mut().remove(name)
+    }
+
+    /// The refusal of `name` was sent for `uid`: forget it (unless the pod changed).
+    pub fn refusal_sent(&self, name: &PodName, uid: &str) {
+        let mut map = self.0.borrow_mut();
+        if let Some(k) = map.get_mut(name).filter(|k| k.uid == uid) {
+            k.refusal = None;
+        }
+    }
+
+    /// The names of every entry.
+    pub fn names(&self) -> Vec<PodName> {
+        self.0.borrow().keys().cloned().collect()
+    }
+
+    /// The names of the cached pods.
+    pub fn cached(&self) -> Vec<PodName> {
+        let map = self.0.borrow();
+        map.iter()
+            .filter(|(_, k)| k.cached)
+            .map(|(n, _)| n.clone())
+            .collect()
+    }
+
+    /// Everything the cached pods reference, sorted, without duplicates.
+    pub fn references(&self) -> Vec<ObjectRef> {
+        let map = self.0.borrow();
+        let mut all: Vec<ObjectRef> = map
+            .values()
+            .filter(|k| k.cached)
+            .flat_map(|k| k.refs.iter().cloned())
+            .collect();
+        all.sort();
+        all.dedup();
+        all
+    }
+}
+
+/// The pod IPs in an API object's `status`.
+pub fn api_ips(status: &Value) -> Vec<String> {
+    status["podIPs"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|i| i["ip"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Kind;
+    use serde_json::json;
+
+    fn name(n: &str) -> PodName {
+        ("d".to_string(), n.to_string())
+    }
+
+    fn cm(n: &str) -> ObjectRef {
+        ObjectRef {
+            kind: Kind::ConfigMap,
+            namespace: "d".into(),
+            name: n.into(),
+        }
+    }
+
+    #[test]
+    fn references_of_cached_pods_only_once_each() {
+        let b = Bound::default();
+        b.update(&name("a"), |k| {
+            k.cached = true;
+            k.refs = vec![cm("x"), cm("y")];
+        });
+        b.update(&name("b"), |k| {
+            k.cached = true;
+            k.refs = vec![cm("y")];
+        });
+        b.update(&name("refused"), |k| k.refs = vec![cm("z")]);
+        assert_eq!(b.references(), [cm("x"), cm("y")]);
+        assert_eq!(b.cached(), [name("a"), name("b")]);
+        assert_eq!(b.names().len(), 3);
+    }
+
+    #[test]
+    fn a_refusal_is_kept_until_sent_for_its_uid() {
+        let b = Bound::default();
+        b.update(&name("p"), |k| {
+            k.uid = "u1".into();
+            k.refusal = Some(Refusal {
+                reason: "R",
+                message: "m".into(),
+            });
+        });
+        b.refusal_sent(&name("p"), "u0");
+        assert!(
+            b.get(&name("p")).unwrap().refusal.is_some(),
+            "another uid's answer"
+        );
+        b.refusal_sent(&name("p"), "u1");
+        assert!(b.get(&name("p")).unwrap().refusal.is_none());
+    }
+
+    #[test]
+    fn pod_ips_from_the_api_status() {
+        assert_eq!(
+            api_ips(&json!({"podIPs": [{"ip": "10.0.0.1"}]})),
+            ["10.0.0.1"]
+        );
+        assert!(api_ips(&json!({"phase": "Pending"})).is_empty());
+    }
+}

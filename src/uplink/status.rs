@@ -1,0 +1,234 @@
+//! Status up: the store says which pods' status files changed (a dirty set, see
+//! [`crate::store::notify`]); this task sends each cluster pod's latest status as a
+//! strategic-merge PATCH of `pods/NAME/status` ([`super::status_patch`]), with the
+//! pod's uid as precondition. While the API server is away the set only grows (one
+//! entry per pod whatever the number of changes); everything in it is sent once the
+//! connection is back: tried again with the uplink's back-off, or at once when the
+//! store has news (the pod source's relist after a reconnect marks every pod).
+//!
+//! Per dirty pod, in this order:
+//! - refused by the pod source ([`Bound`]): `Failed` with its reason;
+//! - not a cached cluster pod: nothing (local pods are not in the cluster);
+//! - terminating and done ([`crate::store::Store::is_terminated`]): the end of the
+//!   deletion handshake, `DELETE` with `gracePeriodSeconds: 0` and the uid as
+//!   precondition, then the cached file goes;
+//! - a local pod has its namespace and name: `Failed`, reason `LocalPodNameConflict`
+//!   (the device owner's pods win);
+//! - else its status file, when there is one.
+//!
+//! 404 (the pod was deleted meanwhile) and 409 or a 422 on `metadata.uid` (another pod
+//! of that name now) drop the entry: a patch can never bring a deleted pod back.
+
+use super::agent::Uplink;
+use super::backoff;
+use super::pods_bound::Bound;
+use super::status_patch::{refused_patch, status_patch};
+use super::{resource_path, ApiError, DeleteOptions, PatchType, Preconditions};
+use crate::model::Object;
+use crate::store::notify::PodName;
+use crate::store::Kind;
+use async_io::Timer;
+use serde_json::Value;
+use smol::channel::Receiver;
+use std::collections::BTreeSet;
+use std::rc::Rc;
+
+/// Reason of a cluster pod not run because a local pod has its name.
+pub const NAME_CONFLICT: &str = "LocalPodNameConflict";
+
+/// What to do for one dirty pod.
+enum Action {
+    Nothing,
+    Patch {
+        body: Value,
+    },
+    /// The refusal of this uid was sent: forget it.
+    Refuse {
+        uid: String,
+        body: Value,
+    },
+    Delete {
+        uid: String,
+    },
+}
+
+/// Whether a pod is done with, or must be tried again.
+enum Outcome {
+    Done,
+    Retry,
+}
+
+/// Runs the status task: waits for the store's wake-ups, sends what is dirty.
+pub async fn run(up: Rc<Uplink>, bound: Rc<Bound>, wake: Receiver<()>) {
+    let mut pending: BTreeSet<PodName> = BTreeSet::new();
+    let mut failures = 0u32;
+    loop {
+        pending.extend(up.ctx.store.borrow_mut().take_dirty_pods());
+        let mut left = BTreeSet::new();
+        let mut queue = std::mem::take(&mut pending).into_iter();
+        for name in queue.by_ref() {
+            if let Outcome::Retry = send(&up, &bound, &name).await {
+                left.insert(name);
+                // The uplink is away: the others would fail the same way.
+                break;
+            }
+        }
+        left.extend(queue);
+        if left.is_empty() {
+            failures = 0;
+            if wake.recv().await.is_err() {
+                return;
+            }
+            continue;
+        }
+        pending = left;
+        failures = failures.saturating_add(1);
+        let delay = backoff::delay(failures, backoff::random());
+        log::debug!(
+            "uplink: {} pod statuses wait for the API server (next try in {delay:?})",
+            pending.len()
+        );
+        // Again after the delay, or at once when the store has news (e.g. the pod
+        // source relisted: the API server is back).
+        smol::future::or(
+            async {
+                Timer::after(delay).await;
+            },
+            async {
+                let _ = wake.recv().await;
+            },
+        )
+        .await;
+    }
+}
+
+/// Decides and does what pod `name` needs.
+async fn send(up: &Uplink, bound: &Bound, name: &PodName) -> Outcome {
+    let action = decide(up, bound, name);
+    let (ns, pod) = (&name.0, &name.1);
+    let path = resource_path("v1", Some(ns), "pods", Some(pod), None);
+    match action {
+        Action::Nothing => Outcome::Done,
+        Action::Refuse { uid, body } => {
+            let r = patch(up, &path, &body).await;
+            let out = outcome(name, "status (refused)", r);
+            if let Outcome::Done = out {
+                bound.refusal_sent(name, &uid);
+            }
+            out
+        }
+        Action::Patch { body } => {
+            let r = patch(up, &path, &body).await;
+            outcome(name, "status", r)
+        }
+        Action::Delete { uid } => {
+            let options = DeleteOptions {
+                grace_period_seconds: Some(0),
+                preconditions: Some(Preconditions {
+                    uid: Some(uid.clone()),
+                    resource_version: None,
+                }),
+            };
+            let r = up.client.delete(&path, &options).await.map(|_| ());
+            let out = outcome(name, "deletion", r);
+            if let Outcome::Done = out {
+                log::info!("uplink: pod {ns}/{pod} stopped and deleted from the API");
+                forget_cached(up, name, &uid);
+            }
+            out
+        }
+    }
+}
+
+/// What pod `name` needs (see the module doc), read from the store without waiting.
+fn decide(up: &Uplink, bound: &Bound, name: &PodName) -> Action {
+    let (ns, pod_name) = (&name.0, &name.1);
+    let known = bound.get(name).unwrap_or_default();
+    if let Some(r) = &known.refusal {
+        let body = refused_patch(&known.uid, r.reason, &r.message);
+        return Action::Refuse {
+            uid: known.uid,
+            body,
+        };
+    }
+    let mut store = up.ctx.store.borrow_mut();
+    let Some(Object::Pod(pod)) = store.cluster_get(Kind::Pod, ns, pod_name) else {
+        return Action::Nothing;
+    };
+    let uid = pod.metadata.uid.clone();
+    if pod.terminating() && store.is_terminated(&uid) {
+        return Action::Delete { uid };
+    }
+    if store.cluster_pod_shadowed(ns, pod_name) || store.local_pod_exists(ns, pod_name) {
+        let message = format!(
+            "node {} runs a local pod named {ns}/{pod_name} (tinylet apply or a firmware \
+             manifest); local pods take precedence, so this pod is not run",
+            up.node_name
+        );
+        let body = refused_patch(&uid, NAME_CONFLICT, &message);
+        return Action::Patch { body };
+    }
+    match store.read_status(ns, pod_name) {
+        Some(status) => Action::Patch {
+            body: status_patch(&uid, &status, &known.api_ips),
+        },
+        None => Action::Nothing,
+    }
+}
+
+async fn patch(up: &Uplink, path: &str, body: &Value) -> Result<(), ApiError> {
+    let path = format!("{path}/status");
+    up.client
+        .patch::<_, serde::de::IgnoredAny>(&path, PatchType::StrategicMerge, body)
+        .await
+        .map(|_| ())
+}
+
+/// Sorts an answer into done (sent, or never to be sent) and try again (the API
+/// server away or overloaded).
+fn outcome(name: &PodName, what: &str, r: Result<(), ApiError>) -> Outcome {
+    let (ns, pod) = (&name.0, &name.1);
+    match r {
+        Ok(()) => {
+            log::debug!("uplink: pod {ns}/{pod}: {what} sent");
+            Outcome::Done
+        }
+        // 422 on metadata.uid: the uid precondition, another pod of that name now.
+        Err(e) if e.is_not_found() || e.is_conflict() || uid_mismatch(&e) => {
+            log::debug!("uplink: pod {ns}/{pod}: {what} not sent, the pod is gone ({e})");
+            Outcome::Done
+        }
+        Err(e) if e.is_transient() => {
+            log::debug!("uplink: pod {ns}/{pod}: {what}: {e}; trying again");
+            Outcome::Retry
+        }
+        Err(e) => {
+            log::warn!("uplink: pod {ns}/{pod}: {what} refused by the API server: {e}");
+            Outcome::Done
+        }
+    }
+}
+
+/// The API server's answer when the patch's uid is not the pod's (it reads it as a
+/// change of an immutable field).
+fn uid_mismatch(e: &ApiError) -> bool {
+    matches!(e, ApiError::Status(s) if s.code == 422 && s.message.contains("metadata.uid"))
+}
+
+/// The deletion is done: the cached pod of `uid` goes (not a newer one of that name).
+fn forget_cached(up: &Uplink, name: &PodName, uid: &str) {
+    let mut store = up.ctx.store.borrow_mut();
+    let same = matches!(
+        store.cluster_get(Kind::Pod, &name.0, &name.1),
+        Some(Object::Pod(p)) if p.metadata.uid == uid
+    );
+    if same {
+        if let Err(e) = store.remove_cluster(Kind::Pod, &name.0, &name.1) {
+            log::error!(
+                "uplink: pod {}/{}: cannot remove it from the cache: {e}",
+                name.0,
+                name.1
+            );
+        }
+    }
+}

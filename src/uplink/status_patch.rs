@@ -1,0 +1,172 @@
+//! The bodies of the status patches (`PATCH pods/NAME/status`, strategic merge), as
+//! kubelet's status manager sends them: the whole status the agent computed, with the
+//! pod's uid under `metadata` as a precondition (a pod deleted and made again under the
+//! same name never gets the old one's status: the API server answers 409).
+//!
+//! Strategic merge keeps what a patch does not name, so what the agent cleared must be
+//! said: every top-level field it owns is sent, `null` when empty (a pod's
+//! `OfflineImage` reason goes away, a lost pod IP too). `conditions` merge by `type`
+//! (conditions other controllers own are kept) and each carries `reason` and `message`,
+//! `null` when empty, so a condition that turned True loses its old reason.
+//! `podIPs` merge by `ip`, so an IP the API shows and the pod no longer has is deleted
+//! by name (`$patch: delete`; the API server v1.20 does not honour `$patch: replace` in
+//! that list); container statuses are replaced whole by the API's own rules.
+
+use crate::model::PodStatus;
+use serde_json::{json, Map, Value};
+
+/// The top-level status fields the agent owns.
+const OWNED: [&str; 11] = [
+    "phase",
+    "conditions",
+    "message",
+    "reason",
+    "hostIP",
+    "podIP",
+    "podIPs",
+    "startTime",
+    "initContainerStatuses",
+    "containerStatuses",
+    "qosClass",
+];
+
+/// The patch that makes the API's status of pod `uid` equal to `status`; `api_ips`:
+/// the pod IPs the API shows now.
+pub fn status_patch(uid: &str, status: &PodStatus, api_ips: &[String]) -> Value {
+    // Through bytes: the status files' serializer and the JSON reader are in the
+    // binary anyway, a PodStatus-to-Value serializer would be more code.
+    let bytes = serde_json::to_vec(status).unwrap_or_default();
+    let mut st = match serde_json::from_slice(&bytes) {
+        Ok(Value::Object(m)) => m,
+        _ => Map::new(),
+    };
+    for key in OWNED {
+        st.entry(key).or_insert(Value::Null);
+    }
+    if let Some(Value::Array(conditions)) = st.get_mut("conditions") {
+        for c in conditions.iter_mut().filter_map(Value::as_object_mut) {
+            for key in ["reason", "message", "lastProbeTime"] {
+                c.entry(key).or_insert(Value::Null);
+            }
+        }
+    }
+    let stale: Vec<Value> = api_ips
+        .iter()
+        .filter(|ip| !status.pod_ips.iter().any(|p| p.ip == **ip))
+        .map(|ip| json!({"$patch": "delete", "ip": ip}))
+        .collect();
+    if !stale.is_empty() {
+        match st.get_mut("podIPs") {
+            Some(Value::Array(ips)) => ips.extend(stale),
+            _ => {
+                st.insert("podIPs".into(), Value::Array(stale));
+            }
+        }
+    }
+    json!({"metadata": {"uid": uid}, "status": st})
+}
+
+/// The patch that reports pod `uid` as refused by this node: phase Failed with
+/// `reason` and `message` (kubelet's rejection, e.g. for a pod it cannot admit).
+pub fn refused_patch(uid: &str, reason: &str, message: &str) -> Value {
+    json!({
+        "metadata": {"uid": uid},
+        "status": {"phase": "Failed", "reason": reason, "message": message},
+    })
+}
+
+/// Whether the API's `status` (of a pod as listed or watched) already says what
+/// [`refused_patch`] would.
+pub fn shows_refusal(status: &Value, reason: &str, message: &str) -> bool {
+    status["phase"] == "Failed" && status["reason"] == reason && status["message"] == message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::status::{
+        ConditionStatus, ContainerStatus, PodCondition, PodConditionType, PodIp, PodPhase,
+    };
+
+    fn running() -> PodStatus {
+        PodStatus {
+            phase: Some(PodPhase::Running),
+            conditions: vec![PodCondition {
+                type_: PodConditionType::Ready,
+                status: ConditionStatus::True,
+                last_probe_time: None,
+                last_transition_time: Some("2026-12-01T10:00:00Z".into()),
+                reason: String::new(),
+                message: String::new(),
+            }],
+            host_ip: "192.0.2.1".into(),
+            pod_ip: "10.88.0.5".into(),
+            pod_ips: vec![PodIp {
+                ip: "10.88.0.5".into(),
+            }],
+            start_time: Some("2026-12-01T09:59:58Z".into()),
+            container_statuses: vec![ContainerStatus {
+                name: "c".into(),
+                restart_count: 1,
+                ..Default::default()
+            }],
+            qos_class: "BestEffort".into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_uid_is_a_precondition_and_cleared_fields_are_null() {
+        let p = status_patch("u-1", &running(), &[]);
+        assert_eq!(p["metadata"]["uid"], "u-1");
+        let s = &p["status"];
+        assert_eq!(s["phase"], "Running");
+        assert_eq!(s["qosClass"], "BestEffort");
+        assert_eq!(s["containerStatuses"][0]["restartCount"], 1);
+        for cleared in ["reason", "message", "initContainerStatuses"] {
+            assert!(s.get(cleared).is_some_and(Value::is_null), "{cleared}: {s}");
+        }
+        let ready = &s["conditions"][0];
+        assert_eq!(ready["status"], "True");
+        assert!(ready.get("reason").is_some_and(Value::is_null), "{ready}");
+        assert!(ready.get("message").is_some_and(Value::is_null), "{ready}");
+    }
+
+    #[test]
+    fn pod_ips_the_api_shows_and_the_pod_lost_are_deleted() {
+        let p = status_patch("u", &running(), &["10.88.0.5".into()]);
+        assert_eq!(p["status"]["podIPs"], json!([{"ip": "10.88.0.5"}]));
+        let p = status_patch("u", &running(), &["10.88.0.4".into()]);
+        assert_eq!(
+            p["status"]["podIPs"],
+            json!([{"ip": "10.88.0.5"}, {"$patch": "delete", "ip": "10.88.0.4"}])
+        );
+        let mut lost = running();
+        lost.pod_ip.clear();
+        lost.pod_ips.clear();
+        let p = status_patch("u", &lost, &[]);
+        assert!(p["status"]["podIPs"].is_null());
+        assert!(p["status"]["podIP"].is_null());
+        let p = status_patch("u", &lost, &["10.88.0.5".into()]);
+        assert_eq!(
+            p["status"]["podIPs"],
+            json!([{"$patch": "delete", "ip": "10.88.0.5"}])
+        );
+    }
+
+    #[test]
+    fn a_refusal_is_failed_with_reason_and_message() {
+        let p = refused_patch("u", "UnsupportedPodSpec", "spec.volumes[0]: no");
+        assert_eq!(p["status"]["phase"], "Failed");
+        assert!(shows_refusal(
+            &p["status"],
+            "UnsupportedPodSpec",
+            "spec.volumes[0]: no"
+        ));
+        assert!(!shows_refusal(
+            &json!({"phase": "Pending"}),
+            "UnsupportedPodSpec",
+            "spec.volumes[0]: no"
+        ));
+    }
+}

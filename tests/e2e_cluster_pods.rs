@@ -1,0 +1,871 @@
+//! End-to-end tests of the cluster's pods on a tinylet node: the real control plane of
+//! `tests/harness/kube.sh` (v1.20.2, Node authorizer and NodeRestriction on) and the
+//! real containerd of the harness. Pods are made with kubectl (`spec.nodeName` set, so no
+//! scheduler is involved); what the cluster sees is read back with kubectl, what the
+//! device does with `tinylet get`/`exec`, the CRI and the state directory.
+//!
+//! One agent on the shared containerd serves most tests (agents on one runtime would
+//! remove each other's pods as orphans), each test in its own namespace. The tests that
+//! need an agent of their own (another identity, a quiet state directory) get their own
+//! containerd.
+//!
+//! Pods carry `automountServiceAccountToken: false` (the projected `kube-api-access-*`
+//! volume the ServiceAccount admission adds is not supported yet and would make the pod
+//! refused) and tolerate every taint (the test Node has no lease: the node lifecycle
+//! controller would taint it and evict the pods after 300 s).
+
+mod agent_support;
+mod common;
+
+use agent_support::{cstatus, holds_for, wait_for, Node};
+use common::kube::Kube;
+use common::Containerd;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant, SystemTime};
+
+/// The cluster Node name of the shared agent.
+const NODE: &str = "tl-shared";
+const START: Duration = Duration::from_secs(60);
+
+/// The shared agent, joined to the shared control plane as [`NODE`].
+fn node() -> &'static Node {
+    static N: OnceLock<&'static Node> = OnceLock::new();
+    N.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let kube = Kube::shared();
+            let n: &'static Node = Box::leak(Box::new(join(kube, Containerd::shared(), NODE)));
+            n.start_agent();
+            let _ = tx.send(n);
+            loop {
+                std::thread::park();
+            }
+        });
+        rx.recv().expect("starting the shared agent")
+    })
+}
+
+/// A node on `c` configured to join `kube` as `name` (its Node object made, as the
+/// node's registration would); the agent is not started.
+fn join(kube: &Kube, c: &Containerd, name: &str) -> Node {
+    let id = kube.node_identity(name);
+    register(kube, name);
+    let n = Node::new(c, name);
+    n.set_config("nodeName", json!(name));
+    n.set_config("apiServer", json!({"kubeconfig": id.kubeconfig}));
+    n
+}
+
+/// Makes the Node object `name` (pods bound to a node that does not exist are removed
+/// by the pod GC).
+fn register(kube: &Kube, name: &str) {
+    kube.apply(
+        &json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}}).to_string(),
+    );
+}
+
+/// A fresh namespace, ready for pods.
+fn namespace(kube: &Kube, ns: &str) {
+    kube.apply(
+        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}).to_string(),
+    );
+    kube.wait_namespace(ns);
+}
+
+/// A pod manifest bound to `node` (see the module doc for the fields every test pod has).
+fn kpod(node: &str, ns: &str, name: &str, spec: Value) -> Value {
+    let mut full = json!({
+        "nodeName": node,
+        "automountServiceAccountToken": false,
+        "terminationGracePeriodSeconds": 2,
+        "tolerations": [{"operator": "Exists"}],
+    });
+    if let (Some(base), Value::Object(extra)) = (full.as_object_mut(), spec) {
+        base.extend(extra);
+    }
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns},
+           "spec": full})
+}
+
+/// A busybox container running `sh -c SCRIPT`.
+fn sh(name: &str, script: &str) -> Value {
+    let image = Containerd::shared().test_image();
+    json!({"name": name, "image": image, "imagePullPolicy": "IfNotPresent",
+           "command": ["sh", "-c", script]})
+}
+
+/// The pod as the API shows it, `None` when it does not exist.
+fn api_pod(kube: &Kube, ns: &str, name: &str) -> Option<Value> {
+    let out = kube.kubectl(&["get", "pod", name, "-n", ns, "-o", "json"]);
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("NotFound"),
+            "kubectl get pod {ns}/{name}: {err}"
+        );
+        return None;
+    }
+    serde_json::from_slice(&out.stdout).ok()
+}
+
+/// Polls the API's pod until `pred` holds; returns it.
+fn wait_api(
+    kube: &Kube,
+    n: &Node,
+    ns: &str,
+    name: &str,
+    what: &str,
+    timeout: Duration,
+    pred: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = Instant::now() + timeout;
+    let mut last = Value::Null;
+    loop {
+        if let Some(p) = api_pod(kube, ns, name) {
+            if pred(&p) {
+                return p;
+            }
+            last = p;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "pod {ns}/{name} in the API: not {what} within {timeout:?}; last status:\n{}\n\
+             agent log:\n{}",
+            serde_json::to_string_pretty(&last["status"]).unwrap_or_default(),
+            n.agent_log_tail()
+        );
+        n.assert_agent_alive();
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+fn condition<'a>(p: &'a Value, kind: &str) -> &'a str {
+    p["status"]["conditions"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["type"] == kind))
+        .and_then(|c| c["status"].as_str())
+        .unwrap_or("")
+}
+
+fn running_ready(p: &Value) -> bool {
+    p["status"]["phase"] == "Running"
+        && condition(p, "Ready") == "True"
+        && p["status"]["containerStatuses"]
+            .as_array()
+            .is_some_and(|cs| cs.iter().all(|c| c["state"]["running"].is_object()))
+}
+
+/// `tinylet get pod NS/NAME -o json` on the node; `None` when it does not know it.
+fn local_view(n: &Node, ns: &str, name: &str) -> Option<Value> {
+    let out = n.tinylet(&["get", "pod", &format!("{ns}/{name}"), "-o", "json"]);
+    out.status
+        .success()
+        .then(|| serde_json::from_slice(&out.stdout).ok())
+        .flatten()
+}
+
+/// `tinylet exec NS/NAME -c C -- CMD...` until stdout satisfies `pred`.
+fn wait_exec(n: &Node, ns: &str, pod: &str, cmd: &[&str], pred: impl Fn(&str) -> bool) -> String {
+    let target = format!("{ns}/{pod}");
+    let mut args = vec!["exec", target.as_str(), "-c", "main", "--"];
+    args.extend_from_slice(cmd);
+    let deadline = Instant::now() + START;
+    loop {
+        let out = n.tinylet(&args);
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        if out.status.success() && pred(&stdout) {
+            return stdout;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "exec {cmd:?} in {target}: {stdout:?} {}\nagent log:\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            n.agent_log_tail()
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+fn cluster_file(n: &Node, kind: &str, ns: &str, name: &str) -> PathBuf {
+    n.dir.join(format!("state/cluster/{kind}/{ns}_{name}.json"))
+}
+
+#[test]
+fn cluster_pod_runs_and_the_api_shows_its_status_and_restarts() {
+    let (kube, n) = (Kube::shared(), node());
+    let ns = "run";
+    namespace(kube, ns);
+    kube.apply(
+        &kpod(
+            NODE,
+            ns,
+            "web",
+            json!({"containers": [sh("main", "exec sleep 3600")]}),
+        )
+        .to_string(),
+    );
+    let p = wait_api(
+        kube,
+        n,
+        ns,
+        "web",
+        "Running and Ready",
+        START,
+        running_ready,
+    );
+    let local = local_view(n, ns, "web").expect("the node knows the pod");
+    let ip = p["status"]["podIP"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(!ip.is_empty(), "{}", p["status"]);
+    assert_eq!(ip, local["status"]["podIP"], "the runtime's pod IP");
+    let subnet = Containerd::shared().cni_subnet();
+    let prefix = subnet.rsplit_once('.').map(|(a, _)| a).unwrap_or(subnet);
+    assert!(
+        ip.starts_with(prefix),
+        "{ip} not in the pod subnet {subnet}"
+    );
+    assert_eq!(p["status"]["podIPs"], json!([{"ip": ip}]));
+    assert_eq!(p["status"]["hostIP"], local["status"]["hostIP"]);
+    assert!(p["status"]["startTime"].is_string());
+    assert_eq!(p["status"]["qosClass"], "BestEffort");
+    for c in ["PodScheduled", "Initialized", "ContainersReady", "Ready"] {
+        assert_eq!(condition(&p, c), "True", "{c}: {}", p["status"]);
+    }
+    let main = cstatus(&p, "main");
+    assert_eq!(main["restartCount"], 0);
+    assert_eq!(main["ready"], true);
+    assert_eq!(
+        local["metadata"]["annotations"]["kubernetes.io/config.source"],
+        "api"
+    );
+
+    // The cache holds the pod without its status or resourceVersion.
+    let cached: Value =
+        serde_json::from_slice(&std::fs::read(cluster_file(n, "pods", ns, "web")).unwrap())
+            .unwrap();
+    assert_eq!(cached["metadata"]["uid"], p["metadata"]["uid"]);
+    assert!(cached.get("status").is_none() && cached["metadata"].get("resourceVersion").is_none());
+
+    // The device shows it, and leaves its deletion to the cluster.
+    let wide = n.tinylet_ok(&["get", "pods", "-n", ns, "-o", "wide"]);
+    let row = wide
+        .lines()
+        .find(|l| l.starts_with("web "))
+        .unwrap_or_default();
+    assert!(row.trim_end().ends_with("cluster"), "{wide}");
+    let out = n.tinylet(&["delete", "pod", &format!("{ns}/web")]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("kubectl") && err.contains(kube.api_url()),
+        "{err}"
+    );
+    assert!(api_pod(kube, ns, "web").is_some());
+
+    // A container killed on the runtime: restarted, and the API counts it.
+    let id = cstatus(&p, "main")["containerID"]
+        .as_str()
+        .unwrap()
+        .rsplit("://")
+        .next()
+        .unwrap()
+        .to_string();
+    let killed = Instant::now();
+    Containerd::shared().ctr_ok(&["-n", "k8s.io", "tasks", "kill", "-s", "SIGKILL", &id]);
+    let p = wait_api(kube, n, ns, "web", "restarted once", START, |p| {
+        cstatus(p, "main")["restartCount"] == 1 && running_ready(p)
+    });
+    eprintln!(
+        "container killed -> restartCount 1 and Running in the API: {:?}",
+        killed.elapsed()
+    );
+    assert_eq!(
+        cstatus(&p, "main")["lastState"]["terminated"]["exitCode"],
+        137,
+        "{}",
+        p["status"]
+    );
+}
+
+#[test]
+fn configmaps_and_secrets_from_the_api_reach_the_container() {
+    let (kube, n) = (Kube::shared(), node());
+    let ns = "objects";
+    namespace(kube, ns);
+    kube.apply(
+        &json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "settings", "namespace": ns},
+                "data": {"greeting": "hello", "level": "3"}})
+        .to_string(),
+    );
+    kube.apply(
+        &json!({"apiVersion": "v1", "kind": "Secret",
+                "metadata": {"name": "creds", "namespace": ns},
+                "stringData": {"password": "s3cret", "user": "gw"}})
+        .to_string(),
+    );
+    let mut main = sh("main", "exec sleep 3600");
+    main["env"] = json!([
+        {"name": "GREETING", "valueFrom": {"configMapKeyRef": {"name": "settings", "key": "greeting"}}},
+        {"name": "PASSWORD", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "password"}}}
+    ]);
+    main["envFrom"] = json!([{"prefix": "CFG_", "configMapRef": {"name": "settings"}}]);
+    main["volumeMounts"] = json!([
+        {"name": "cfg", "mountPath": "/cfg"},
+        {"name": "sec", "mountPath": "/sec"}
+    ]);
+    let spec = json!({
+        "containers": [main],
+        "volumes": [
+            {"name": "cfg", "configMap": {"name": "settings"}},
+            {"name": "sec", "secret": {"secretName": "creds", "defaultMode": 0o400}}
+        ]
+    });
+    kube.apply(&kpod(NODE, ns, "reader", spec).to_string());
+    wait_api(kube, n, ns, "reader", "Running", START, running_ready);
+
+    let env = wait_exec(n, ns, "reader", &["env"], |o| o.contains("GREETING="));
+    for line in [
+        "GREETING=hello",
+        "PASSWORD=s3cret",
+        "CFG_level=3",
+        "CFG_greeting=hello",
+    ] {
+        assert!(env.lines().any(|l| l == line), "{line} missing:\n{env}");
+    }
+    wait_exec(n, ns, "reader", &["cat", "/cfg/greeting"], |o| o == "hello");
+    wait_exec(n, ns, "reader", &["cat", "/sec/user"], |o| o == "gw");
+
+    // Cached with the store's modes: secrets 0600 in a 0700 directory.
+    let secret = cluster_file(n, "secrets", ns, "creds");
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&secret), 0o600);
+    assert_eq!(mode(secret.parent().unwrap()), 0o700);
+    assert!(cluster_file(n, "configmaps", ns, "settings").exists());
+
+    // An update reaches the file in the running container (not the environment).
+    kube.kubectl_ok(&[
+        "patch",
+        "configmap",
+        "settings",
+        "-n",
+        ns,
+        "-p",
+        r#"{"data":{"greeting":"updated"}}"#,
+    ]);
+    let changed = Instant::now();
+    wait_exec(n, ns, "reader", &["cat", "/cfg/greeting"], |o| {
+        o == "updated"
+    });
+    eprintln!(
+        "configMap update reached the file in {:?}",
+        changed.elapsed()
+    );
+
+    // No pod references them any longer: they leave the cache.
+    kube.kubectl_ok(&["delete", "pod", "reader", "-n", ns, "--wait=false"]);
+    wait_for("the pod's objects leave the cache", START, || {
+        (!secret.exists() && !cluster_file(n, "configmaps", ns, "settings").exists()).then_some(())
+    });
+}
+
+#[test]
+fn kubectl_delete_runs_prestop_with_the_deletion_grace_and_removes_the_pod() {
+    let (kube, n) = (Kube::shared(), node());
+    let ns = "grace";
+    namespace(kube, ns);
+    let marks = n.host_dir().join("cluster-grace-marks");
+    let _ = std::fs::remove_file(&marks);
+    let mount = json!([{"name": "host", "mountPath": "/host"}]);
+    let mut polite = sh(
+        "main",
+        "trap 'echo term >> /host/cluster-grace-marks; exit 0' TERM; while true; do sleep 0.2; done",
+    );
+    polite["volumeMounts"] = mount.clone();
+    polite["lifecycle"] = json!({"preStop": {"exec": {"command":
+        ["sh", "-c", "echo prestop >> /host/cluster-grace-marks"]}}});
+    let mut stubborn = sh("stubborn", "trap '' TERM; while true; do sleep 0.2; done");
+    stubborn["volumeMounts"] = mount;
+    // The spec's grace is long; the deletion asks for 4 s, and that is what counts.
+    let spec = json!({
+        "terminationGracePeriodSeconds": 60,
+        "containers": [polite, stubborn],
+        "volumes": [{"name": "host", "hostPath": {"path": n.host_dir()}}]
+    });
+    kube.apply(&kpod(NODE, ns, "slow", spec).to_string());
+    let p = wait_api(kube, n, ns, "slow", "Running", START, running_ready);
+    let uid = p["metadata"]["uid"].as_str().unwrap().to_string();
+    let cri = n.cri();
+    let started = Instant::now();
+    kube.kubectl_ok(&[
+        "delete",
+        "pod",
+        "slow",
+        "-n",
+        ns,
+        "--grace-period=4",
+        "--wait=false",
+    ]);
+    wait_for(
+        "the stubborn container stops",
+        Duration::from_secs(40),
+        || {
+            (!cri
+                .containers(&uid)
+                .iter()
+                .any(agent_support::container_running))
+            .then_some(())
+        },
+    );
+    let stopped_after = started.elapsed();
+    wait_for(
+        "the pod is gone from the API",
+        Duration::from_secs(30),
+        || api_pod(kube, ns, "slow").is_none().then_some(()),
+    );
+    let gone_after = started.elapsed();
+    eprintln!("kubectl delete --grace-period=4: stopped after {stopped_after:?}, gone from the API after {gone_after:?}");
+    assert!(
+        stopped_after >= Duration::from_secs(3),
+        "stopped after {stopped_after:?}"
+    );
+    assert!(
+        stopped_after < Duration::from_secs(15),
+        "the spec's 60 s were used: {stopped_after:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&marks).unwrap_or_default(),
+        "prestop\nterm\n",
+        "preStop ran first, then TERM"
+    );
+    assert!(cri.containers(&uid).is_empty() && cri.sandboxes(&uid).is_empty());
+    wait_for("the cached pod file goes", Duration::from_secs(10), || {
+        (!cluster_file(n, "pods", ns, "slow").exists()).then_some(())
+    });
+    assert!(local_view(n, ns, "slow").is_none());
+}
+
+#[test]
+fn refused_pods_are_failed_in_the_api_with_the_reason() {
+    let (kube, n) = (Kube::shared(), node());
+    let ns = "refused";
+    namespace(kube, ns);
+    let spec = json!({
+        "containers": [sh("main", "exec sleep 3600")],
+        "volumes": [{"name": "remote", "nfs": {"server": "192.0.2.1", "path": "/export"}}]
+    });
+    kube.apply(&kpod(NODE, ns, "nfs", spec).to_string());
+    let p = wait_api(kube, n, ns, "nfs", "Failed", START, |p| {
+        p["status"]["phase"] == "Failed"
+    });
+    assert_eq!(
+        p["status"]["reason"], "UnsupportedPodSpec",
+        "{}",
+        p["status"]
+    );
+    let message = p["status"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("spec.volumes[0]") && message.contains("nfs"),
+        "{message}"
+    );
+    assert!(
+        !cluster_file(n, "pods", ns, "nfs").exists(),
+        "a refused pod is not cached"
+    );
+    assert!(local_view(n, ns, "nfs").is_none());
+
+    // A default pod of a current cluster gets the projected kube-api-access-* volume,
+    // not supported yet: refused the same way, naming the volume.
+    let mut default = kpod(
+        NODE,
+        ns,
+        "default-sa",
+        json!({"containers": [sh("main", "exec sleep 3600")]}),
+    );
+    default["spec"]
+        .as_object_mut()
+        .unwrap()
+        .remove("automountServiceAccountToken");
+    kube.apply(&default.to_string());
+    let p = wait_api(kube, n, ns, "default-sa", "Failed", START, |p| {
+        p["status"]["phase"] == "Failed"
+    });
+    assert_eq!(p["status"]["reason"], "UnsupportedPodSpec");
+    let message = p["status"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("spec.volumes[0]") && message.contains("projected"),
+        "{message}"
+    );
+    eprintln!("a default pod is refused with: {message}");
+
+    // A local pod's name is the device owner's: the cluster pod of that name is refused,
+    // the local one keeps running untouched.
+    namespace(kube, agent_support::NS);
+    n.apply(&agent_support::pod(
+        "dup",
+        json!({"containers": [
+        agent_support::sh("main", n.image(), "exec sleep 3600")]}),
+    ));
+    let local = n.wait_running("dup", START);
+    let local_uid = local["metadata"]["uid"].clone();
+    kube.apply(
+        &kpod(
+            NODE,
+            agent_support::NS,
+            "dup",
+            json!({"containers": [sh("main", "exec sleep 3600")]}),
+        )
+        .to_string(),
+    );
+    let p = wait_api(kube, n, agent_support::NS, "dup", "Failed", START, |p| {
+        p["status"]["phase"] == "Failed"
+    });
+    assert_eq!(
+        p["status"]["reason"], "LocalPodNameConflict",
+        "{}",
+        p["status"]
+    );
+    holds_for(
+        "the local pod keeps running",
+        Duration::from_secs(3),
+        || {
+            let l = local_view(n, agent_support::NS, "dup")?;
+            (l["metadata"]["uid"] != local_uid || !running_ready(&l))
+                .then(|| format!("{}", l["status"]))
+        },
+    );
+    n.delete_pod("dup");
+
+    // The node still runs what it can.
+    kube.apply(
+        &kpod(
+            NODE,
+            ns,
+            "fine",
+            json!({"containers": [sh("main", "exec sleep 3600")]}),
+        )
+        .to_string(),
+    );
+    wait_api(kube, n, ns, "fine", "Running", START, running_ready);
+}
+
+/// The object watch of a node whose credentials are not the pod's node's: the Node
+/// authorizer refuses the secret (403), which is logged once and tried again slowly.
+#[test]
+fn a_secret_the_node_may_not_read_is_logged_once_and_retried() {
+    let kube = Kube::shared();
+    let c = Containerd::start();
+    let victim = "tl-victim";
+    register(kube, victim);
+    let ns = "forbidden";
+    namespace(kube, ns);
+    kube.apply(
+        &json!({"apiVersion": "v1", "kind": "Secret",
+                "metadata": {"name": "victim-secret", "namespace": ns},
+                "stringData": {"k": "v"}})
+        .to_string(),
+    );
+    let mut main = sh("main", "exec sleep 3600");
+    main["env"] = json!([{"name": "K", "valueFrom": {"secretKeyRef": {"name": "victim-secret", "key": "k"}}}]);
+    kube.apply(&kpod(victim, ns, "theirs", json!({"containers": [main]})).to_string());
+    // This device's credentials are another node's; its config claims the victim's name.
+    let intruder = kube.node_identity("tl-intruder");
+    let n = Node::new(&c, "intruder");
+    n.set_config("nodeName", json!(victim));
+    n.set_config("apiServer", json!({"kubeconfig": intruder.kubeconfig}));
+    n.start_agent();
+    let said = "secret forbidden/victim-secret: the API server refuses to show it to this node";
+    let log = || std::fs::read_to_string(n.agent_log_path()).unwrap_or_default();
+    wait_for("the refusal is logged", START, || {
+        log().contains(said).then_some(())
+    });
+    // Retried (5 s, then 10 s) without saying it again, and without a crash loop.
+    wait_for("two more tries", Duration::from_secs(40), || {
+        (log().matches("victim-secret: still refused").count() >= 2).then_some(())
+    });
+    assert_eq!(log().matches(said).count(), 1, "{}", n.agent_log_tail());
+    n.assert_agent_alive();
+    assert!(!cluster_file(&n, "secrets", ns, "victim-secret").exists());
+    assert!(
+        !log().contains("dg==") && !log().contains("\"v\""),
+        "secret data in the log"
+    );
+    n.kill_agent();
+}
+
+/// A snapshot of a directory tree: every entry's inode, size and modification time.
+fn tree(dir: &Path) -> BTreeMap<PathBuf, (u64, u64, SystemTime)> {
+    let mut out = BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let Ok(m) = std::fs::symlink_metadata(e.path()) else {
+                continue;
+            };
+            if m.is_dir() {
+                todo.push(e.path());
+            }
+            out.insert(e.path(), (m.ino(), m.len(), m.modified().unwrap()));
+        }
+        if let Ok(m) = std::fs::metadata(&d) {
+            out.insert(d.clone(), (m.ino(), 0, m.modified().unwrap()));
+        }
+    }
+    out
+}
+
+/// Healthy cluster pods cost the flash nothing: over a steady minute (with our own
+/// status patches and another client's status change echoed back by the watch) not one
+/// file or directory of the state directory changes.
+#[test]
+fn steady_cluster_pods_write_nothing_to_the_state_directory() {
+    let kube = Kube::shared();
+    let c = Containerd::start();
+    let name = "tl-quiet";
+    let n = join(kube, &c, name);
+    let ns = "quiet";
+    namespace(kube, ns);
+    kube.apply(
+        &json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "cfg", "namespace": ns}, "data": {"a": "1"}})
+        .to_string(),
+    );
+    n.start_agent();
+    for i in 0..3 {
+        let mut main = sh("main", "exec sleep 3600");
+        main["volumeMounts"] = json!([{"name": "cfg", "mountPath": "/cfg"}]);
+        let spec = json!({"containers": [main],
+                          "volumes": [{"name": "cfg", "configMap": {"name": "cfg"}}]});
+        kube.apply(&kpod(name, ns, &format!("q{i}"), spec).to_string());
+    }
+    for i in 0..3 {
+        wait_api(
+            kube,
+            &n,
+            ns,
+            &format!("q{i}"),
+            "Running",
+            START,
+            running_ready,
+        );
+    }
+    // Settled: the last status patch is out and echoed.
+    std::thread::sleep(Duration::from_secs(3));
+    let state = n.dir.join("state");
+    let before = tree(&state);
+    // Another client changes the status (a condition of its own): the echo writes nothing.
+    let gate = json!({"status": {"conditions": [{"type": "example.com/Gate", "status": "True"}]}});
+    patch_status_as_admin(kube, ns, "q0", &gate);
+    holds_for(
+        "the state directory stays untouched",
+        Duration::from_secs(60),
+        || {
+            let now = tree(&state);
+            (now != before).then(|| {
+                let changed: Vec<&PathBuf> = now
+                    .iter()
+                    .filter(|(p, v)| before.get(*p) != Some(v))
+                    .map(|(p, _)| p)
+                    .chain(before.keys().filter(|p| !now.contains_key(*p)))
+                    .collect();
+                format!("changed: {changed:?}")
+            })
+        },
+    );
+    let p = api_pod(kube, ns, "q0").unwrap();
+    assert_eq!(
+        condition(&p, "example.com/Gate"),
+        "True",
+        "another owner's condition is kept"
+    );
+    n.kill_agent();
+}
+
+/// PATCH of a pod's status subresource as the admin (kubectl v1.20 cannot patch
+/// subresources), through curl with the admin kubeconfig's client certificate.
+fn patch_status_as_admin(kube: &Kube, ns: &str, name: &str, body: &Value) {
+    let pki = kube.dir().join("pki");
+    let out = std::process::Command::new("curl")
+        .args(["-sS", "--fail", "-X", "PATCH", "--cacert"])
+        .arg(kube.ca_file())
+        .arg("--cert")
+        .arg(pki.join("admin.crt"))
+        .arg("--key")
+        .arg(pki.join("admin.key"))
+        .args([
+            "-H",
+            "Content-Type: application/strategic-merge-patch+json",
+            "--data-binary",
+        ])
+        .arg(body.to_string())
+        .arg(format!(
+            "{}/api/v1/namespaces/{ns}/pods/{name}/status",
+            kube.api_url()
+        ))
+        .output()
+        .expect("curl");
+    assert!(
+        out.status.success(),
+        "status patch as admin: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The uplink cut (through the harness's relay): the pods keep running and a killed
+/// container restarts, with the API none the wiser; a pod deleted and a configMap
+/// changed with kubectl meanwhile. The relay restored: the deleted pod is stopped and
+/// gone from the API, the configMap reaches the file, the restart shows in the API.
+#[test]
+fn uplink_cut_and_back_the_node_catches_up() {
+    let kube = Kube::shared();
+    let c = Containerd::start();
+    let relay = kube.relay();
+    let name = "tl-cut";
+    register(kube, name);
+    let id = relay.node_identity(name);
+    let n = Node::new(&c, name);
+    n.set_config("nodeName", json!(name));
+    n.set_config("apiServer", json!({"kubeconfig": id.kubeconfig}));
+    let ns = "cut";
+    namespace(kube, ns);
+    kube.apply(
+        &json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "cfg", "namespace": ns}, "data": {"v": "before"}})
+        .to_string(),
+    );
+    n.start_agent();
+    let mut main = sh("main", "exec sleep 3600");
+    main["volumeMounts"] = json!([{"name": "cfg", "mountPath": "/cfg"}]);
+    let spec =
+        json!({"containers": [main], "volumes": [{"name": "cfg", "configMap": {"name": "cfg"}}]});
+    kube.apply(&kpod(name, ns, "keep", spec).to_string());
+    kube.apply(
+        &kpod(
+            name,
+            ns,
+            "drop",
+            json!({"containers": [sh("main", "exec sleep 3600")]}),
+        )
+        .to_string(),
+    );
+    let keep = wait_api(kube, &n, ns, "keep", "Running", START, running_ready);
+    let dropped = wait_api(kube, &n, ns, "drop", "Running", START, running_ready);
+    let drop_uid = dropped["metadata"]["uid"].as_str().unwrap().to_string();
+
+    relay.cut();
+    let id_of = |p: &Value| {
+        cstatus(p, "main")["containerID"]
+            .as_str()
+            .unwrap()
+            .rsplit("://")
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    c.ctr_ok(&[
+        "-n",
+        "k8s.io",
+        "tasks",
+        "kill",
+        "-s",
+        "SIGKILL",
+        &id_of(&keep),
+    ]);
+    wait_for("the node restarts the container", START, || {
+        let l = local_view(&n, ns, "keep")?;
+        (cstatus(&l, "main")["restartCount"] == 1 && running_ready(&l)).then_some(())
+    });
+    kube.kubectl_ok(&["delete", "pod", "drop", "-n", ns, "--wait=false"]);
+    kube.kubectl_ok(&[
+        "patch",
+        "configmap",
+        "cfg",
+        "-n",
+        ns,
+        "-p",
+        r#"{"data":{"v":"after"}}"#,
+    ]);
+    let cri = n.cri();
+    holds_for(
+        "without the uplink nothing is stopped",
+        Duration::from_secs(3),
+        || {
+            let running = cri
+                .containers(&drop_uid)
+                .iter()
+                .any(agent_support::container_running);
+            (!running).then(|| "the deleted pod stopped without the uplink".to_string())
+        },
+    );
+    assert_eq!(
+        cstatus(&api_pod(kube, ns, "keep").unwrap(), "main")["restartCount"],
+        0,
+        "the API cannot know yet"
+    );
+
+    relay.restore();
+    let back = Instant::now();
+    wait_api(kube, &n, ns, "keep", "showing the restart", START, |p| {
+        cstatus(p, "main")["restartCount"] == 1 && running_ready(p)
+    });
+    let current = back.elapsed();
+    wait_for("the deleted pod is gone from the API", START, || {
+        api_pod(kube, ns, "drop").is_none().then_some(())
+    });
+    assert!(cri.containers(&drop_uid).is_empty() && cri.sandboxes(&drop_uid).is_empty());
+    wait_exec(&n, ns, "keep", &["cat", "/cfg/v"], |o| o == "after");
+    eprintln!(
+        "uplink back: restart shown in the API after {current:?}, all caught up after {:?}",
+        back.elapsed()
+    );
+    n.kill_agent();
+}
+
+/// A pod as a v1.20 cluster without bound tokens makes it: the ServiceAccount admission
+/// adds the `default-token-*` secret volume, which runs as a plain secret volume.
+#[test]
+fn v1_20_default_token_secret_volume_runs_unchanged() {
+    let kube = Kube::start_with_bound_tokens(false);
+    let c = Containerd::start();
+    let name = "tl-legacy";
+    let n = join(&kube, &c, name);
+    let ns = "legacy";
+    namespace(&kube, ns);
+    n.start_agent();
+    let mut pod = kpod(
+        name,
+        ns,
+        "sa",
+        json!({"containers": [sh("main", "exec sleep 3600")]}),
+    );
+    pod["spec"]
+        .as_object_mut()
+        .unwrap()
+        .remove("automountServiceAccountToken");
+    kube.apply(&pod.to_string());
+    let p = wait_api(&kube, &n, ns, "sa", "Running", START, running_ready);
+    let volumes = p["spec"]["volumes"].to_string();
+    assert!(volumes.contains("default-token-"), "{volumes}");
+    let dir = "/var/run/secrets/kubernetes.io/serviceaccount";
+    wait_exec(&n, ns, "sa", &["cat", &format!("{dir}/namespace")], |o| {
+        o == ns
+    });
+    wait_exec(
+        &n,
+        ns,
+        "sa",
+        &["sh", "-c", &format!("test -s {dir}/token && echo ok")],
+        |o| o.trim() == "ok",
+    );
+    n.kill_agent();
+}
