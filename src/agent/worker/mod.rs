@@ -19,7 +19,8 @@
 //! - `terminate`: stopping and removing a pod that is no longer desired.
 //!
 //! A container that cannot start now waits with kubelet's reason for it
-//! (`Worker::cannot_start`, `Worker::backs_off`), and the worker wakes by itself
+//! (`Worker::cannot_start`, `Worker::backs_off`; for all of the pod's at once,
+//! `Worker::pod_cannot_start`, `Worker::pod_waits`), and the worker wakes by itself
 //! when it is worth trying again.
 
 mod deadline;
@@ -34,7 +35,9 @@ use super::context::Context;
 use super::image_refresh::{Offline, Pulled};
 use super::kill;
 use super::probe::{self, PodProbes, Verdict};
+use crate::kuberuntime::observed::{ObservedPod, State};
 use crate::kuberuntime::status::Waiting;
+use crate::kuberuntime::SyncError;
 use crate::model::status::PodPhase;
 use crate::model::{Pod, PodStatus};
 use smol::channel::{Receiver, Sender};
@@ -265,6 +268,30 @@ impl Worker {
         let reason = reason.to_string();
         self.waiting
             .insert(name.to_string(), Waiting { reason, message });
+        self.wake_no_later_than(until);
+    }
+
+    /// No container of the pod can start now (`e` says why: its volumes cannot be
+    /// set up, ...): logs it, and leaves every container that is not running waiting
+    /// with it until `retry_at`.
+    fn pod_cannot_start(&mut self, observed: &ObservedPod, e: &SyncError, retry_at: Instant) {
+        log::warn!("pod {}: {e}", self.name());
+        self.pod_waits(observed, e, retry_at);
+    }
+
+    /// Every container of the pod that is not running waits with `e` until `until`
+    /// (not logged: the caller says why in its own words).
+    fn pod_waits(&mut self, observed: &ObservedPod, e: &SyncError, until: Instant) {
+        for c in self.pod.all_containers() {
+            let running = observed
+                .latest(&c.name)
+                .is_some_and(|o| o.state == State::Running);
+            if !running {
+                let (reason, message) = (e.reason.clone(), e.message.clone());
+                self.waiting
+                    .insert(c.name.clone(), Waiting { reason, message });
+            }
+        }
         self.wake_no_later_than(until);
     }
 }

@@ -70,8 +70,7 @@ impl Worker {
                     "ContainerCreating",
                     format!("failed to create pod sandbox: {e}"),
                 );
-                self.wait_all(observed, &err);
-                self.wake_no_later_than(now + delay);
+                self.pod_waits(observed, &err, now + delay);
                 // A failed RunPodSandbox may leave a sandbox behind.
                 effects.unknown = true;
                 return None;

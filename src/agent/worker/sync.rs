@@ -89,9 +89,7 @@ impl Worker {
             return Step::Act;
         }
         if let Err(e) = self.prepare_volumes() {
-            log::warn!("pod {}: {e}", self.name());
-            self.wait_all(observed, &e);
-            self.wake_no_later_than(Instant::now() + CONFIG_RETRY);
+            self.pod_cannot_start(observed, &e, Instant::now() + CONFIG_RETRY);
             return Step::Wait;
         }
         Step::Act
@@ -122,24 +120,6 @@ impl Worker {
             &cfg.allowed_host_paths,
             &*self.ctx,
         )
-    }
-
-    /// Marks every container that is not running as waiting for `e`.
-    pub(super) fn wait_all(&mut self, observed: &ObservedPod, e: &SyncError) {
-        for c in self.pod.all_containers() {
-            let running = observed
-                .latest(&c.name)
-                .is_some_and(|o| o.state == State::Running);
-            if !running {
-                self.waiting.insert(
-                    c.name.clone(),
-                    crate::kuberuntime::status::Waiting {
-                        reason: e.reason.clone(),
-                        message: e.message.clone(),
-                    },
-                );
-            }
-        }
     }
 
     /// Running containers to replace because a background pull brought an image other
