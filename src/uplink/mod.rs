@@ -27,6 +27,7 @@ pub mod error;
 pub mod files;
 pub mod identity;
 pub mod kubeconfig;
+pub mod node;
 pub mod objects;
 pub mod objects_projection;
 mod objects_watch;
