@@ -43,6 +43,7 @@ pub fn new(ctx: &Rc<Context>) -> Result<Option<Rc<Uplink>>, SetupError> {
 /// Spawns the uplink's tasks on the agent's executor; they run as long as the agent.
 pub fn start(uplink: &Rc<Uplink>) {
     // Each piece of the uplink adds its task here.
+    crate::rt::spawn(super::node::run(uplink.clone())).detach();
     start_pods(uplink);
 }
 

@@ -30,6 +30,7 @@ pub mod identity;
 pub mod kubeconfig;
 pub mod mirror;
 pub mod mirror_pod;
+pub mod node;
 pub mod objects;
 pub mod objects_projection;
 mod objects_watch;
