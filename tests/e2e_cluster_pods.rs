@@ -723,6 +723,25 @@ fn patch_status_as_admin(kube: &Kube, ns: &str, name: &str, body: &Value) {
     );
 }
 
+/// With the relay cut: kubectl deletes pod `gone` (uid `uid`) and sets configMap `cfg`'s
+/// `v` to "after"; for 2 s the node, not hearing of it, keeps the pod running.
+fn change_while_cut(kube: &Kube, cri: &agent_support::Cri, ns: &str, gone: &str, uid: &str) {
+    kube.kubectl_ok(&["delete", "pod", gone, "-n", ns, "--wait=false"]);
+    let patch = r#"{"data":{"v":"after"}}"#;
+    kube.kubectl_ok(&["patch", "configmap", "cfg", "-n", ns, "-p", patch]);
+    holds_for(
+        "without the uplink the deleted pod keeps running",
+        Duration::from_secs(2),
+        || {
+            let running = cri
+                .containers(uid)
+                .iter()
+                .any(agent_support::container_running);
+            (!running).then(|| "the deleted pod stopped without the uplink".to_string())
+        },
+    );
+}
+
 /// The uplink cut (through the harness's relay): the pods keep running and a killed
 /// container restarts, with the API none the wiser; a pod deleted and a configMap
 /// changed with kubectl meanwhile. The relay restored: the deleted pod is stopped and
@@ -787,28 +806,8 @@ fn uplink_cut_and_back_the_node_catches_up() {
         let l = local_view(&n, ns, "keep")?;
         (cstatus(&l, "main")["restartCount"] == 1 && running_ready(&l)).then_some(())
     });
-    kube.kubectl_ok(&["delete", "pod", "drop", "-n", ns, "--wait=false"]);
-    kube.kubectl_ok(&[
-        "patch",
-        "configmap",
-        "cfg",
-        "-n",
-        ns,
-        "-p",
-        r#"{"data":{"v":"after"}}"#,
-    ]);
     let cri = n.cri();
-    holds_for(
-        "without the uplink nothing is stopped",
-        Duration::from_secs(3),
-        || {
-            let running = cri
-                .containers(&drop_uid)
-                .iter()
-                .any(agent_support::container_running);
-            (!running).then(|| "the deleted pod stopped without the uplink".to_string())
-        },
-    );
+    change_while_cut(kube, &cri, ns, "drop", &drop_uid);
     assert_eq!(
         cstatus(&api_pod(kube, ns, "keep").unwrap(), "main")["restartCount"],
         0,
@@ -956,28 +955,8 @@ fn reboot_without_uplink_runs_every_cached_pod_and_catches_up() {
         o.trim() == "s3cr3t"
     });
 
-    kube.kubectl_ok(&["delete", "pod", "plain", "-n", ns, "--wait=false"]);
-    kube.kubectl_ok(&[
-        "patch",
-        "configmap",
-        "cfg",
-        "-n",
-        ns,
-        "-p",
-        r#"{"data":{"v":"after"}}"#,
-    ]);
     let cri = n.cri();
-    holds_for(
-        "without the uplink the deleted pod keeps running",
-        Duration::from_secs(2),
-        || {
-            let running = cri
-                .containers(&plain_uid)
-                .iter()
-                .any(agent_support::container_running);
-            (!running).then(|| "the deleted pod stopped without the uplink".to_string())
-        },
-    );
+    change_while_cut(kube, &cri, ns, "plain", &plain_uid);
 
     relay.restore();
     let back = Instant::now();
