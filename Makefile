@@ -5,8 +5,15 @@
 #   make bench       performance numbers (CRI latency, RSS, CPU, sizes)
 #   make static TARGET=aarch64-unknown-linux-musl
 #   make release     per-target tarballs in dist/
+#   make install     target/release/tinylet as /usr/local/bin/tinylet
 
-CARGO ?= cargo
+# The cargo to use: the one on PATH when it is new enough for Cargo.toml's rust-version,
+# else Debian's, installed once when missing (scripts/ensure-rust.sh; with rustfmt and
+# clippy for `make test`). CARGO=... overrides; run once per make invocation.
+ifndef CARGO
+CARGO := $(shell scripts/ensure-rust.sh --lint || echo false)
+endif
+export CARGO
 .DEFAULT_GOAL := build
 
 .PHONY: build test test-deps lint fmt
@@ -26,8 +33,16 @@ test-deps:
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --all-targets -- -D warnings
+	$(CARGO) clippy --no-default-features --all-targets -- -D warnings
 
 fmt:
 	$(CARGO) fmt --all
+
+# The release agent on PATH (every command in the README uses a bare `tinylet`).
+PREFIX ?= /usr/local
+.PHONY: install
+install: build
+	install -D -m 0755 target/release/tinylet $(DESTDIR)$(PREFIX)/bin/tinylet
+	@echo "installed $(DESTDIR)$(PREFIX)/bin/tinylet"
 
 include $(wildcard mk/*.mk)

@@ -188,6 +188,16 @@ unit_tests() {
 
 size_line() { echo "size $1 $(stat -c %s "$(bin_path "$1")")"; }
 
+# The project's size budget of the device binary with every feature on (the cluster
+# uplink included): 2.5 MiB. Fails the run when the aarch64 binary is over it.
+SIZE_BUDGET=${SIZE_BUDGET:-2621440}
+check_budget() {
+	local t=aarch64-unknown-linux-musl bytes
+	bytes=$(stat -c %s "$(bin_path "$t")")
+	[ "$bytes" -le "$SIZE_BUDGET" ] || die "$t binary is $bytes bytes, over the budget of $SIZE_BUDGET"
+	echo "size budget: $t $bytes of $SIZE_BUDGET bytes"
+}
+
 cross_test() {
 	local t
 	static "${ALL_TARGETS[@]}"
@@ -196,6 +206,7 @@ cross_test() {
 	for t in "${ALL_TARGETS[@]}"; do
 		size_line "$t"
 	done
+	check_budget
 }
 
 cmd=${1:-}

@@ -61,7 +61,7 @@ up() {
 	say "private containerd in $DIR"
 	"$HARNESS/containerd.sh" up "$DIR"
 	say "building tinylet (release)"
-	(cd "$ROOT" && cargo build --release --quiet)
+	(cd "$ROOT" && "${CARGO:-cargo}" build --release)
 	stop_agent
 	sed "s#/tmp/tinylet-dev#$DIR#g" "$ROOT/board-configs/x86_64-demo.json" >"$CONFIG"
 	"$BIN" check-config "$CONFIG" >/dev/null || die "config $CONFIG refused"

@@ -12,7 +12,14 @@
 //! - [`logs`]: reading CRI container log files (`tinylet logs`).
 //! - [`cli`]: the `tinylet` subcommands.
 //! - [`sdnotify`]: systemd readiness notification (`READY=1`), by hand.
-//! - `uplink` (feature `uplink`): the Kubernetes API client that joins a cluster.
+//! - [`rt`]: the one-thread executor every task runs on (smol's `LocalExecutor`).
+//! - `uplink` (feature `uplink`): joining a cluster as a Node: the Kubernetes API
+//!   client, registration, lease and node status, the cluster's pods and their
+//!   objects, status up.
+//!
+//! No `unsafe` anywhere (forbidden below): system calls go through rustix's safe API.
+
+#![forbid(unsafe_code)]
 
 pub mod agent;
 pub mod cli;

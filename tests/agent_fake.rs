@@ -28,3 +28,5 @@ mod faults;
 mod probes;
 #[path = "agent_fake/start.rs"]
 mod start;
+#[path = "agent_fake/terminal.rs"]
+mod terminal;

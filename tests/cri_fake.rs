@@ -5,6 +5,8 @@
 
 #[path = "cri_fake/server.rs"]
 mod server;
+#[path = "common/threads.rs"]
+mod threads;
 #[path = "cri_fake/wire.rs"]
 mod wire;
 
@@ -503,44 +505,14 @@ fn a_missing_socket_is_unavailable_until_the_runtime_appears() {
 
 #[test]
 fn a_channel_stays_on_the_executor_thread_and_async_io_helper() {
-    // Run the real check in a fresh process so other tests' threads do not count.
-    let exe = std::env::current_exe().unwrap();
-    let out = std::process::Command::new(exe)
-        .args([
-            "--exact",
-            "thread_count_child",
-            "--ignored",
-            "--test-threads=1",
-            "--nocapture",
-        ])
-        .env("TINYLET_THREAD_CHILD", "1")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "child failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(stdout.contains("threads added by Channel: "), "{stdout}");
-}
-
-/// Names of this process's threads.
-fn thread_names() -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir("/proc/self/task")
-        .unwrap()
-        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
-        .map(|n| n.trim().to_string())
-        .collect();
-    names.sort();
-    names
+    threads::run_child("threads added by Channel: ");
 }
 
 #[test]
 #[ignore = "run as a child process by a_channel_stays_on_the_executor_thread_and_async_io_helper"]
 fn thread_count_child() {
-    assert_eq!(std::env::var("TINYLET_THREAD_CHILD").as_deref(), Ok("1"));
-    let before = thread_names();
+    assert!(threads::in_child());
+    let before = threads::thread_names();
     run(async {
         let (_dir, _server, ch) = setup(100);
         let calls: Vec<_> = (0..16)
@@ -556,7 +528,7 @@ fn thread_count_child() {
         }
         let _ = call_within(&ch, "/fake.Fake/Never", "", Some(Duration::from_millis(50))).await;
     });
-    let after = thread_names();
+    let after = threads::thread_names();
     let mut added = after.clone();
     for name in &before {
         if let Some(i) = added.iter().position(|n| n == name) {

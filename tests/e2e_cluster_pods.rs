@@ -11,8 +11,10 @@
 //!
 //! Pods carry `automountServiceAccountToken: false` unless a test is about the token
 //! (each token is one more request, and most tests look at other things) and tolerate
-//! every taint (the test Node has no lease: the node lifecycle controller would taint
-//! it and evict the pods after 300 s).
+//! every taint (nodes of tests that cut the uplink lose their lease: the node lifecycle
+//! controller taints them and would evict after 300 s). The workload test has no
+//! tolerations: the node's own registration, status and lease keep it Ready and
+//! untainted.
 
 mod agent_support;
 mod common;
@@ -703,6 +705,25 @@ fn patch_status_as_admin(kube: &Kube, ns: &str, name: &str, body: &Value) {
     );
 }
 
+/// With the relay cut: kubectl deletes pod `gone` (uid `uid`) and sets configMap `cfg`'s
+/// `v` to "after"; for 2 s the node, not hearing of it, keeps the pod running.
+fn change_while_cut(kube: &Kube, cri: &agent_support::Cri, ns: &str, gone: &str, uid: &str) {
+    kube.kubectl_ok(&["delete", "pod", gone, "-n", ns, "--wait=false"]);
+    let patch = r#"{"data":{"v":"after"}}"#;
+    kube.kubectl_ok(&["patch", "configmap", "cfg", "-n", ns, "-p", patch]);
+    holds_for(
+        "without the uplink the deleted pod keeps running",
+        Duration::from_secs(2),
+        || {
+            let running = cri
+                .containers(uid)
+                .iter()
+                .any(agent_support::container_running);
+            (!running).then(|| "the deleted pod stopped without the uplink".to_string())
+        },
+    );
+}
+
 /// The uplink cut (through the harness's relay): the pods keep running and a killed
 /// container restarts, with the API none the wiser; a pod deleted and a configMap
 /// changed with kubectl meanwhile. The relay restored: the deleted pod is stopped and
@@ -767,28 +788,8 @@ fn uplink_cut_and_back_the_node_catches_up() {
         let l = local_view(&n, ns, "keep")?;
         (cstatus(&l, "main")["restartCount"] == 1 && running_ready(&l)).then_some(())
     });
-    kube.kubectl_ok(&["delete", "pod", "drop", "-n", ns, "--wait=false"]);
-    kube.kubectl_ok(&[
-        "patch",
-        "configmap",
-        "cfg",
-        "-n",
-        ns,
-        "-p",
-        r#"{"data":{"v":"after"}}"#,
-    ]);
     let cri = n.cri();
-    holds_for(
-        "without the uplink nothing is stopped",
-        Duration::from_secs(3),
-        || {
-            let running = cri
-                .containers(&drop_uid)
-                .iter()
-                .any(agent_support::container_running);
-            (!running).then(|| "the deleted pod stopped without the uplink".to_string())
-        },
-    );
+    change_while_cut(kube, &cri, ns, "drop", &drop_uid);
     assert_eq!(
         cstatus(&api_pod(kube, ns, "keep").unwrap(), "main")["restartCount"],
         0,
@@ -1136,4 +1137,206 @@ fn v1_20_default_token_secret_volume_runs_unchanged() {
         |o| o.trim() == "ok",
     );
     n.kill_agent();
+}
+
+/// The device reboots while the uplink is cut: the agent comes back (runtime state
+/// wiped, as /run on a device) and runs every cached pod again — cluster pods with their
+/// cached configMap and secret, and a local pod — without the API. A pod deleted and a
+/// configMap changed with kubectl meanwhile; the relay restored: the deleted pod stops
+/// and leaves the API, the change reaches the file, the API shows the containers that
+/// run (no extra restart).
+#[test]
+fn reboot_without_uplink_runs_every_cached_pod_and_catches_up() {
+    let kube = Kube::shared();
+    let c = Containerd::start();
+    let relay = kube.relay();
+    let name = "tl-boot";
+    register(kube, name);
+    let id = relay.node_identity(name);
+    let n = Node::new(&c, name);
+    n.set_config("nodeName", json!(name));
+    n.set_config("apiServer", json!({"kubeconfig": id.kubeconfig}));
+    let ns = "boot";
+    namespace(kube, ns);
+    kube.apply(
+        &json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "cfg", "namespace": ns}, "data": {"v": "before"}})
+        .to_string(),
+    );
+    kube.apply(
+        &json!({"apiVersion": "v1", "kind": "Secret",
+                "metadata": {"name": "sec", "namespace": ns}, "stringData": {"k": "s3cr3t"}})
+        .to_string(),
+    );
+    n.start_agent();
+    let mut main = sh("main", "exec sleep 3600");
+    main["volumeMounts"] = json!([{"name": "cfg", "mountPath": "/cfg"}]);
+    main["env"] =
+        json!([{"name": "K", "valueFrom": {"secretKeyRef": {"name": "sec", "key": "k"}}}]);
+    let spec =
+        json!({"containers": [main], "volumes": [{"name": "cfg", "configMap": {"name": "cfg"}}]});
+    kube.apply(&kpod(name, ns, "vol", spec).to_string());
+    let plain = json!({"containers": [sh("main", "exec sleep 3600")]});
+    kube.apply(&kpod(name, ns, "plain", plain).to_string());
+    namespace(kube, agent_support::NS);
+    n.apply(&agent_support::pod(
+        "local",
+        json!({"containers": [agent_support::sh("main", n.image(), "exec sleep 3600")]}),
+    ));
+    let cluster = ["vol", "plain"];
+    for pod in cluster {
+        wait_api(kube, &n, ns, pod, "Running", START, running_ready);
+    }
+    let local_before = n.wait_running("local", START);
+    let plain_uid = api_pod(kube, ns, "plain").unwrap()["metadata"]["uid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let cid = |p: &Value| cstatus(p, "main")["containerID"].as_str().map(String::from);
+    let before: Vec<_> = cluster
+        .iter()
+        .map(|pod| cid(&local_view(&n, ns, pod).unwrap()))
+        .collect();
+
+    relay.cut();
+    n.kill_agent();
+    c.reboot();
+    let booted = Instant::now();
+    n.start_agent();
+    let mut after = Vec::new();
+    for (pod, old) in cluster.iter().zip(&before) {
+        let p = wait_for("a cluster pod runs again without the uplink", START, || {
+            let l = local_view(&n, ns, pod)?;
+            (running_ready(&l) && cid(&l) != *old).then_some(l)
+        });
+        after.push(cid(&p));
+    }
+    n.wait_pod("local", "running again", START, |p| {
+        agent_support::is_running_ready(p) && cid(p) != cid(&local_before)
+    });
+    eprintln!(
+        "reboot without uplink: every pod Running {:?} after the agent started",
+        booted.elapsed()
+    );
+    wait_exec(&n, ns, "vol", &["cat", "/cfg/v"], |o| o == "before");
+    wait_exec(&n, ns, "vol", &["sh", "-c", "echo $K"], |o| {
+        o.trim() == "s3cr3t"
+    });
+
+    let cri = n.cri();
+    change_while_cut(kube, &cri, ns, "plain", &plain_uid);
+
+    relay.restore();
+    let back = Instant::now();
+    let shown = wait_api(
+        kube,
+        &n,
+        ns,
+        "vol",
+        "showing the new container",
+        START,
+        |p| running_ready(p) && cid(p) == after[0],
+    );
+    wait_for("the deleted pod is gone from the API", START, || {
+        api_pod(kube, ns, "plain").is_none().then_some(())
+    });
+    wait_for("the deleted pod is gone from the runtime", START, || {
+        (cri.containers(&plain_uid).is_empty() && cri.sandboxes(&plain_uid).is_empty())
+            .then_some(())
+    });
+    wait_exec(&n, ns, "vol", &["cat", "/cfg/v"], |o| o == "after");
+    eprintln!("uplink back: all caught up after {:?}", back.elapsed());
+    let now = local_view(&n, ns, "vol").unwrap();
+    assert_eq!(cid(&now), after[0], "no restart when the uplink came back");
+    assert_eq!(
+        cstatus(&now, "main")["restartCount"],
+        cstatus(&shown, "main")["restartCount"],
+        "the API shows the node's restart count"
+    );
+    n.kill_agent();
+}
+
+/// What an operator does with plain kubectl: a Deployment and a DaemonSet pinned to the
+/// node, placed by the real scheduler and the controllers (no tolerations: the node
+/// must be Ready and untainted), reach their ready counts; scaled to zero and deleted,
+/// their pods stop on the node and leave the API.
+#[test]
+fn deployments_and_daemonsets_run_through_the_scheduler() {
+    let (kube, n) = (Kube::shared(), node());
+    let ns = "workloads";
+    namespace(kube, ns);
+    let template = |app: &str| {
+        json!({
+            "metadata": {"labels": {"app": app}},
+            "spec": {
+                "nodeSelector": {"kubernetes.io/hostname": NODE},
+                "automountServiceAccountToken": false,
+                "terminationGracePeriodSeconds": 2,
+                "containers": [sh("main", "exec sleep 3600")]
+            }
+        })
+    };
+    let workload = |kind: &str, app: &str, extra: Value| {
+        let mut spec = json!({"selector": {"matchLabels": {"app": app}},
+                              "template": template(app)});
+        if let (Some(s), Value::Object(e)) = (spec.as_object_mut(), extra) {
+            s.extend(e);
+        }
+        json!({"apiVersion": "apps/v1", "kind": kind,
+               "metadata": {"name": app, "namespace": ns}, "spec": spec})
+        .to_string()
+    };
+    let started = Instant::now();
+    kube.apply(&workload("Deployment", "web", json!({"replicas": 2})));
+    kube.apply(&workload("DaemonSet", "agent", json!({})));
+    let ready = |kind: &str, name: &str, field: &str, want: i64| {
+        wait_for(&format!("{kind} {name}: {field} {want}"), START, || {
+            let out = kube.kubectl(&["get", kind, name, "-n", ns, "-o", "json"]);
+            let v: Value = serde_json::from_slice(&out.stdout).ok()?;
+            (v["status"][field].as_i64().unwrap_or(0) == want).then_some(())
+        })
+    };
+    ready("deployment", "web", "readyReplicas", 2);
+    ready("daemonset", "agent", "numberReady", 1);
+    eprintln!(
+        "deployment (2) and daemonset (1) ready after {:?}",
+        started.elapsed()
+    );
+    let pods = |app: &str| -> Vec<Value> {
+        let out = kube.kubectl_ok(&[
+            "get",
+            "pods",
+            "-n",
+            ns,
+            "-l",
+            &format!("app={app}"),
+            "-o",
+            "json",
+        ]);
+        let v: Value = serde_json::from_str(&out).unwrap_or_default();
+        v["items"].as_array().cloned().unwrap_or_default()
+    };
+    let web = pods("web");
+    assert_eq!(web.len(), 2);
+    for p in web.iter().chain(pods("agent").iter()) {
+        assert_eq!(p["spec"]["nodeName"], NODE, "placed by the scheduler");
+        let name = p["metadata"]["name"].as_str().unwrap();
+        let local = local_view(n, ns, name).expect("the node runs the pod");
+        assert!(running_ready(&local), "{}", local["status"]);
+    }
+
+    let cri = n.cri();
+    let uids: Vec<String> = web
+        .iter()
+        .map(|p| p["metadata"]["uid"].as_str().unwrap().to_string())
+        .collect();
+    kube.kubectl_ok(&["scale", "deployment", "web", "-n", ns, "--replicas=0"]);
+    kube.kubectl_ok(&["delete", "daemonset", "agent", "-n", ns, "--wait=false"]);
+    wait_for("the workloads' pods leave the API", START, || {
+        (pods("web").is_empty() && pods("agent").is_empty()).then_some(())
+    });
+    for uid in &uids {
+        assert!(cri.containers(uid).is_empty() && cri.sandboxes(uid).is_empty());
+    }
+    kube.kubectl_ok(&["delete", "deployment", "web", "-n", ns]);
 }

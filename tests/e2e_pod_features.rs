@@ -304,7 +304,11 @@ fn projected_and_downward_api_volumes_follow_the_pod() {
     assert_eq!(cat("/etc/all/conf/greeting"), "hello");
     assert_eq!(cat("/etc/all/pw"), "hunter2");
     assert_eq!(cat("/etc/all/labels"), "app=\"pv\"\ntier=\"one\"");
-    assert_eq!(cat("/etc/all/annotations"), r#"note="say \"hi\"""#);
+    // kubelet's source annotation is the pod's too (kubelet shows it the same way).
+    assert_eq!(
+        cat("/etc/all/annotations"),
+        "kubernetes.io/config.source=\"file\"\nnote=\"say \\\"hi\\\"\""
+    );
     assert_eq!(cat("/etc/all/namespace"), NS);
     assert_eq!(cat("/etc/all/name"), "projected");
     assert_eq!(cat("/etc/all/uid"), uid);

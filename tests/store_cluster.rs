@@ -283,3 +283,50 @@ fn status_changes_and_terminations_are_a_set_to_drain() {
         "forgotten once the file is gone"
     );
 }
+
+/// What the mirror pods are made from: the agent's read of the local pods tells the
+/// uplink which were added, changed or removed (a digest each); a damaged file is no
+/// change, and cluster pods are not local pods.
+#[cfg(feature = "uplink")]
+#[test]
+fn local_pod_changes_are_told_with_a_digest_each() {
+    let s = Scratch::new("local");
+    let mut store = s.open();
+    let _wake = store.subscribe_status();
+    assert!(store.local_pod_digests().is_none(), "not read yet");
+    apply(&mut store, &pod("d", "web", "u-1", ""));
+    store
+        .put_cluster(Kind::Pod, "d", "api", &pod("d", "api", "u-c", ""))
+        .unwrap();
+    store.desired_pods_keeping_damaged();
+    let name = ("d".to_string(), "web".to_string());
+    let first = *store.local_pod_digests().unwrap().get(&name).unwrap();
+    assert_eq!(
+        store.local_pod_digests().unwrap().len(),
+        1,
+        "local pods only"
+    );
+    assert!(store.take_dirty_pods().contains(&name));
+    store.desired_pods_keeping_damaged();
+    assert!(store.take_dirty_pods().is_empty(), "read again, unchanged");
+
+    apply(
+        &mut store,
+        &pod("d", "web", "u-1", r#","labels":{"v":"2"}"#),
+    );
+    store.desired_pods_keeping_damaged();
+    let second = *store.local_pod_digests().unwrap().get(&name).unwrap();
+    assert_ne!(first, second);
+    assert!(store.take_dirty_pods().contains(&name));
+
+    std::fs::write(s.file("desired", "pods", "d", "web"), b"{torn").unwrap();
+    let found = store.desired_pods_keeping_damaged();
+    assert_eq!(found.damaged.len(), 1);
+    assert!(store.take_dirty_pods().is_empty(), "damaged: no change");
+    assert_eq!(store.local_pod_digests().unwrap().get(&name), Some(&second));
+
+    std::fs::remove_file(s.file("desired", "pods", "d", "web")).unwrap();
+    store.desired_pods_keeping_damaged();
+    assert!(store.local_pod_digests().unwrap().is_empty());
+    assert!(store.take_dirty_pods().contains(&name));
+}

@@ -9,6 +9,8 @@
 mod pki;
 #[path = "uplink_support/server.rs"]
 mod server;
+#[path = "common/threads.rs"]
+mod threads;
 
 use bytes::Bytes;
 use pki::{Key, Pki, Spec};
@@ -656,43 +658,15 @@ fn a_dead_link_is_found_by_ping() {
 
 #[test]
 fn the_client_stays_on_the_executor_thread_and_async_io_helper() {
-    let exe = std::env::current_exe().unwrap();
-    let out = std::process::Command::new(exe)
-        .args([
-            "--exact",
-            "thread_count_child",
-            "--ignored",
-            "--test-threads=1",
-            "--nocapture",
-        ])
-        .env("TINYLET_THREAD_CHILD", "1")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "child failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(stdout.contains("threads added: "), "{stdout}");
-}
-
-fn thread_names() -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir("/proc/self/task")
-        .unwrap()
-        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
-        .map(|n| n.trim().to_string())
-        .collect();
-    names.sort();
-    names
+    threads::run_child("threads added: ");
 }
 
 #[test]
 #[ignore = "run as a child process by the_client_stays_on_the_executor_thread_and_async_io_helper"]
 fn thread_count_child() {
-    assert_eq!(std::env::var("TINYLET_THREAD_CHILD").as_deref(), Ok("1"));
+    assert!(threads::in_child());
     let s = setup("threads", Key::EcPkcs8);
-    let before = thread_names();
+    let before = threads::thread_names();
     run(async {
         let api = s.start(echo());
         let client = s.client(&api.url(), opts(5000));
@@ -706,7 +680,7 @@ fn thread_count_child() {
             c.await.unwrap();
         }
     });
-    let after = thread_names();
+    let after = threads::thread_names();
     let mut added = after.clone();
     for name in &before {
         if let Some(i) = added.iter().position(|n| n == name) {

@@ -2,12 +2,25 @@
 //! kubelet's `computePodActions`: recreate the sandbox when it is missing, not ready or
 //! its sandbox-level spec changed; run init containers one at a time, in order; start or
 //! restart app containers according to `restartPolicy`; replace containers whose spec
-//! changed or whose image the registry replaced; kill what no longer belongs. Pure: the caller supplies the hashes of the
-//! desired spec, and applies backoff when it carries the actions out.
+//! changed or whose image the registry replaced; kill what no longer belongs. Pure: the
+//! caller supplies the hashes of the desired spec, and applies backoff when it carries
+//! the actions out.
+//!
+//! Two rules kubelet has that its `computePodActions` alone does not show:
+//! - A pod in a terminal phase (Succeeded, or Failed) stays there: nothing of it is
+//!   started or made again, whatever the runtime shows ([`Desired::terminal`]).
+//! - A container the runtime made but never started (its CreateContainer timed out on
+//!   the client and did succeed, or the agent stopped between create and start) is
+//!   started as it is while it is fresh, in the current sandbox and of the current
+//!   spec: it is what a create now would make, and making another instead would count
+//!   a restart that never was (and on a board whose creates outlast the timeout, never
+//!   end). Any other such container is removed, and a new one made in its place.
 
 use crate::kuberuntime::observed::{ObservedContainer, ObservedPod, State};
+use crate::kuberuntime::time::unix_nanos;
 use crate::model::pod::RestartPolicy;
 use crate::model::{Container, Pod};
+use std::time::SystemTime;
 
 /// The desired spec's hashes, computed by the caller (kuberuntime's hash functions).
 pub struct Desired<'a> {
@@ -18,6 +31,8 @@ pub struct Desired<'a> {
     /// Ids of running app containers to replace because the registry now has another
     /// image under their image reference (see [`super::image_refresh`]).
     pub outdated: &'a [String],
+    /// The pod has reached Succeeded or Failed: only stop what still runs.
+    pub terminal: bool,
 }
 
 /// Why a container is (re)started; shown in logs.
@@ -31,6 +46,14 @@ pub enum StartReason {
     /// The registry's image for its reference differs from the one it ran.
     ImageChanged,
     SandboxRecreated,
+    /// Its last instance was made but never started and cannot be started now (too old,
+    /// in an old sandbox, or of an older spec): a new one replaces it.
+    NeverStarted,
+    /// Made earlier and never started, container `id` is started as it is (see the
+    /// module doc); only in [`PodActions::resume`].
+    Made {
+        id: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,6 +83,12 @@ pub struct PodActions {
     /// The ready sandbox to start containers in when none is created.
     pub sandbox_id: Option<String>,
     pub kill: Vec<Kill>,
+    /// Containers made but never started that will not be started: removed before
+    /// anything new is made.
+    pub remove: Vec<Kill>,
+    /// Containers made but never started, to start as they are (reason
+    /// [`StartReason::Made`], their own restart count).
+    pub resume: Vec<Start>,
     pub start: Vec<Start>,
     /// An init container failed under `restartPolicy: Never`: the pod has failed.
     pub init_failed: bool,
@@ -67,6 +96,13 @@ pub struct PodActions {
 
 /// Computes the actions for one pod.
 pub fn compute(desired: &Desired, observed: &ObservedPod) -> PodActions {
+    if desired.terminal {
+        return PodActions {
+            kill_pod: true,
+            init_failed: init_failed(desired, observed),
+            ..Default::default()
+        };
+    }
     let spec = &desired.pod.spec;
     let sandbox = observed.latest_sandbox();
     let sandbox_ok = sandbox.is_some_and(|s| s.ready && s.hash == desired.sandbox_hash);
@@ -78,19 +114,17 @@ pub fn compute(desired: &Desired, observed: &ObservedPod) -> PodActions {
         sandbox_id: sandbox_id.clone(),
         ..Default::default()
     };
-    kill_strays(
-        desired,
-        observed,
-        sandbox_id.as_deref().unwrap_or(""),
-        &mut acts,
-    );
-    if !init_done(desired, observed, &mut acts) {
+    let sandbox_id = sandbox_id.as_deref().unwrap_or("");
+    kill_strays(desired, observed, sandbox_id, &mut acts);
+    remove_unstarted(desired, observed, Some(sandbox_id), &mut acts);
+    if !init_done(desired, observed, sandbox_id, &mut acts) {
         return acts;
     }
     let mut keep = 0;
     for (index, c) in spec.containers.iter().enumerate() {
-        match app_container_action(desired, observed, index, c) {
+        match app_container_action(desired, observed, sandbox_id, index, c) {
             AppAction::Keep => keep += 1,
+            AppAction::Resume(r) => acts.resume.push(r),
             AppAction::Start(s) => acts.start.push(s),
             AppAction::Replace(k, s) => {
                 acts.kill.push(k);
@@ -99,7 +133,7 @@ pub fn compute(desired: &Desired, observed: &ObservedPod) -> PodActions {
             AppAction::Done => {}
         }
     }
-    if keep == 0 && acts.start.is_empty() {
+    if keep == 0 && acts.start.is_empty() && acts.resume.is_empty() {
         // Every container is finished for good: stop the sandbox too (kubelet does).
         acts.kill_pod = true;
     }
@@ -111,12 +145,18 @@ pub fn compute(desired: &Desired, observed: &ObservedPod) -> PodActions {
 fn recreate(desired: &Desired, observed: &ObservedPod) -> PodActions {
     let spec = &desired.pod.spec;
     let attempt = observed.latest_sandbox().map_or(0, |s| s.attempt + 1);
-    let ran_before = observed.latest_sandbox().is_some() && !observed.containers.is_empty();
+    // A container made and never started did not run.
+    let ran_before =
+        observed.latest_sandbox().is_some() && observed.containers.iter().any(|c| !unstarted(c));
     let mut acts = PodActions {
         kill_pod: observed.latest_sandbox().is_some(),
         ..Default::default()
     };
+    remove_unstarted(desired, observed, None, &mut acts);
     if ran_before && spec.restart_policy == RestartPolicy::Never {
+        // Finished for good; a failed init container has failed the pod, whether or
+        // not its sandbox is still up.
+        acts.init_failed = init_failed(desired, observed);
         return acts;
     }
     let reason = if observed.latest_sandbox().is_some() {
@@ -177,9 +217,54 @@ fn kill_strays(desired: &Desired, observed: &ObservedPod, sandbox_id: &str, acts
     }
 }
 
+/// Containers made but never started that will not be started as they are: all but the
+/// latest instance of each spec container when it is [`resumable`] in `sandbox_id`
+/// (none when the sandbox is to be made anew).
+fn remove_unstarted(
+    desired: &Desired,
+    observed: &ObservedPod,
+    sandbox_id: Option<&str>,
+    acts: &mut PodActions,
+) {
+    for c in observed.containers.iter().filter(|c| unstarted(c)) {
+        let spec = desired.pod.all_containers().find(|s| s.name == c.name);
+        let latest = observed.latest(&c.name).is_some_and(|l| l.id == c.id);
+        let keep = match (spec, sandbox_id) {
+            (Some(s), Some(sb)) => latest && resumable(desired, s, c, sb),
+            _ => false,
+        };
+        if !keep {
+            acts.remove.push(Kill {
+                id: c.id.clone(),
+                name: c.name.clone(),
+                reason: "created but never started".into(),
+            });
+        }
+    }
+}
+
+/// Whether an init container failed under `restartPolicy: Never`: the first one that
+/// has not succeeded has exited. It never runs again, and the pod has failed.
+fn init_failed(desired: &Desired, observed: &ObservedPod) -> bool {
+    let spec = &desired.pod.spec;
+    spec.restart_policy == RestartPolicy::Never
+        && spec
+            .init_containers
+            .iter()
+            .map(|c| observed.latest(&c.name))
+            .find(|l| !l.is_some_and(succeeded))
+            .flatten()
+            .is_some_and(|l| l.state == State::Exited)
+}
+
 /// Walks the init containers in order. Returns true when all have succeeded; otherwise
 /// records the next one to start (or the pod's failure) in `acts`.
-fn init_done(desired: &Desired, observed: &ObservedPod, acts: &mut PodActions) -> bool {
+fn init_done(
+    desired: &Desired,
+    observed: &ObservedPod,
+    sandbox_id: &str,
+    acts: &mut PodActions,
+) -> bool {
     let spec = &desired.pod.spec;
     for (index, c) in spec.init_containers.iter().enumerate() {
         let latest = observed.latest(&c.name);
@@ -192,12 +277,11 @@ fn init_done(desired: &Desired, observed: &ObservedPod, acts: &mut PodActions) -
         };
         match latest {
             Some(l) if succeeded(l) => continue,
-            Some(l)
-                if l.state == State::Running
-                    || l.state == State::Created && l.started_at == 0 && is_fresh(l) =>
-            {
-                return false;
+            Some(l) if l.state == State::Running => return false,
+            Some(l) if resumable(desired, c, l, sandbox_id) => {
+                acts.resume.push(resume(l, index, true));
             }
+            Some(l) if unstarted(l) => acts.start.push(start(StartReason::NeverStarted)),
             Some(l) if l.state == State::Exited && spec.restart_policy == RestartPolicy::Never => {
                 acts.init_failed = true;
                 acts.kill_pod = true;
@@ -215,6 +299,7 @@ fn init_done(desired: &Desired, observed: &ObservedPod, acts: &mut PodActions) -
 
 enum AppAction {
     Keep,
+    Resume(Start),
     Start(Start),
     Replace(Kill, Start),
     /// Finished and must not be restarted.
@@ -224,6 +309,7 @@ enum AppAction {
 fn app_container_action(
     desired: &Desired,
     observed: &ObservedPod,
+    sandbox_id: &str,
     index: usize,
     c: &Container,
 ) -> AppAction {
@@ -256,8 +342,9 @@ fn app_container_action(
             AppAction::Replace(kill, start(StartReason::ImageChanged))
         }
         State::Running => AppAction::Keep,
-        // Being created right now by this agent; do not start a second one.
-        State::Created if is_fresh(l) => AppAction::Keep,
+        _ if resumable(desired, c, l, sandbox_id) => AppAction::Resume(resume(l, index, false)),
+        // Never ran: a first start, whatever the restart policy (kubelet's too).
+        _ if unstarted(l) => AppAction::Start(start(StartReason::NeverStarted)),
         _ if should_restart(desired.pod.spec.restart_policy, l) => {
             let reason = if l.hash != (desired.container_hash)(c) {
                 StartReason::SpecChanged
@@ -285,13 +372,36 @@ fn succeeded(c: &ObservedContainer) -> bool {
     c.state == State::Exited && c.exit_code == 0
 }
 
-/// A container created but never started is only "in progress" for a short while; after
-/// that it is a leftover of a failed start (kubelet treats it as not running).
+/// Made but never started.
+fn unstarted(c: &ObservedContainer) -> bool {
+    c.state == State::Created && c.started_at == 0
+}
+
+/// Whether `l`, made but never started, is started as it is: it is fresh, in the
+/// current sandbox and of `c`'s current spec.
+fn resumable(desired: &Desired, c: &Container, l: &ObservedContainer, sandbox_id: &str) -> bool {
+    unstarted(l)
+        && is_fresh(l)
+        && l.sandbox_id == sandbox_id
+        && l.hash == (desired.container_hash)(c)
+}
+
+fn resume(l: &ObservedContainer, index: usize, init: bool) -> Start {
+    Start {
+        index,
+        init,
+        name: l.name.clone(),
+        restart_count: l.restart_count,
+        reason: StartReason::Made { id: l.id.clone() },
+    }
+}
+
+/// A container created but never started is worth starting only for a short while;
+/// after that it is a leftover (its spec may be stale: env from objects, pod IP), and a
+/// new one replaces it (kubelet makes a new one for a container it finds created).
 fn is_fresh(c: &ObservedContainer) -> bool {
     const GRACE_NS: i64 = 60_000_000_000;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as i64);
+    let now = unix_nanos(SystemTime::now());
     now.saturating_sub(c.created_at) < GRACE_NS
 }
 

@@ -8,7 +8,11 @@
 //! differs from it: the worker replaces them as kubelet replaces a container whose spec
 //! changed (no crash-loop back-off), so `Always` again means "the registry's current
 //! image". Containers already running that image are left alone.
+//!
+//! [`Offline`] is what a pod's worker keeps of all this: which containers run a local
+//! copy and why, their pulls, and what the pulls brought.
 
+use super::backoff::Backoff;
 use super::context::Context;
 use super::image::{self, PullError};
 use crate::kuberuntime::observed::{ObservedPod, State};
@@ -20,6 +24,136 @@ use std::future::{poll_fn, Future};
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::Poll;
+use std::time::Instant;
+
+/// One pod's containers that run a local copy of their image because a wanted pull
+/// failed, the background pulls that bring them current again, and the images those
+/// pulls brought. Dropping it cancels the pulls.
+#[derive(Default)]
+pub struct Offline {
+    /// Container name -> the pull error that left it on its local copy.
+    containers: BTreeMap<String, String>,
+    refreshes: Refreshes,
+    /// Image ids that background pulls brought (image reference -> id), for the next
+    /// sync to compare with what the containers run.
+    fresh: BTreeMap<String, String>,
+}
+
+impl Offline {
+    /// Notes what container `name` was started with: its local copy after the pull
+    /// error `offline`, or (`None`) the image it asked for.
+    pub fn note(&mut self, name: &str, offline: Option<String>) {
+        match offline {
+            Some(err) => self.containers.insert(name.to_string(), err),
+            None => self.containers.remove(name),
+        };
+    }
+
+    /// The pod status's message while containers run their local copy: each one with
+    /// its pull error; `None` when none does.
+    pub fn status_message(&self) -> Option<String> {
+        if self.containers.is_empty() {
+            return None;
+        }
+        let parts: Vec<String> = self
+            .containers
+            .iter()
+            .map(|(n, e)| format!("container {n} runs its local image: {e}"))
+            .collect();
+        Some(parts.join("; "))
+    }
+
+    /// Running containers of `pod` to replace because a background pull brought an
+    /// image other than the one they run (see [`outdated`]); `None` when no pull
+    /// brought one.
+    pub fn outdated<'a>(
+        &'a mut self,
+        ctx: &'a Context,
+        pod: &'a Pod,
+        observed: &'a ObservedPod,
+    ) -> Option<impl Future<Output = Vec<String>> + 'a> {
+        let fresh = &mut self.fresh;
+        (!fresh.is_empty()).then(|| outdated(ctx, pod, observed, fresh))
+    }
+
+    /// Whether images that pulls brought are still to compare with the running
+    /// containers' (the runtime did not answer): ask [`Offline::outdated`] again soon.
+    pub fn undecided(&self) -> bool {
+        !self.fresh.is_empty()
+    }
+
+    /// Pulls the offline containers' images again in the background when the pull
+    /// back-off allows, so the pod is current again once the registry is back; pulls of
+    /// images no offline container needs any longer are cancelled. Returns when to
+    /// look again: the end of the earliest back-off that held a pull.
+    pub fn schedule(&mut self, ctx: &Rc<Context>, pod: &Pod, pulls: &Backoff) -> Option<Instant> {
+        let mut images: Vec<String> = Vec::new();
+        for c in pod.all_containers() {
+            if self.containers.contains_key(&c.name) && !images.contains(&c.image) {
+                images.push(c.image.clone());
+            }
+        }
+        self.containers
+            .retain(|n, _| pod.all_containers().any(|c| &c.name == n));
+        self.refreshes.retain(|i| images.iter().any(|w| w == i));
+        let now = Instant::now();
+        let mut wake: Option<Instant> = None;
+        for image in &images {
+            if self.refreshes.is_running(image) {
+                continue;
+            }
+            let key = image::backoff_key(&pod.metadata.uid, image);
+            match pulls.until(&key, now) {
+                Some(until) => wake = Some(wake.map_or(until, |w| w.min(until))),
+                None => self.refreshes.start(ctx, pod, image),
+            }
+        }
+        wake
+    }
+
+    /// The next background pull to finish; pending for ever while none runs.
+    pub fn finished(&mut self) -> impl Future<Output = Pulled> + '_ {
+        self.refreshes.finished()
+    }
+
+    /// A background pull of `image` finished: the registry answered with an image (the
+    /// offline containers using it are current again, and the next sync replaces those
+    /// that run another image), or it failed (back-off, then again).
+    pub fn pulled(&mut self, ctx: &Context, pod: &Pod, pulls: &mut Backoff, done: Pulled) {
+        let (image, result) = done;
+        image::note_outcome(ctx, &image, &result);
+        let key = image::backoff_key(&pod.metadata.uid, &image);
+        let names: Vec<String> = pod
+            .all_containers()
+            .filter(|c| c.image == image && self.containers.contains_key(&c.name))
+            .map(|c| c.name.clone())
+            .collect();
+        let (ns, name) = (&pod.metadata.namespace, &pod.metadata.name);
+        match result {
+            Ok(id) => {
+                log::info!(
+                    "pod {ns}/{name}: image {image} pulled ({id}); no longer running offline"
+                );
+                pulls.reset(&key);
+                for n in &names {
+                    self.containers.remove(n);
+                }
+                self.fresh.insert(image, id);
+            }
+            Err(e) => {
+                let delay = pulls.fail(&key, Instant::now());
+                log::info!(
+                    "pod {ns}/{name}: {} (again in {})",
+                    e.message,
+                    crate::config::format_duration(delay)
+                );
+                for n in names {
+                    self.containers.insert(n, e.message.clone());
+                }
+            }
+        }
+    }
+}
 
 /// What a finished background pull brought: the image reference and the image id.
 pub type Pulled = (String, Result<String, PullError>);

@@ -15,7 +15,10 @@ use crate::kuberuntime::termination;
 use std::collections::BTreeMap;
 
 fn uid_selector(uid: &str) -> BTreeMap<String, String> {
-    BTreeMap::from([(labels::POD_UID.to_string(), uid.to_string())])
+    // Not `BTreeMap::from([..])`: that sorts an array, code the binary need not carry.
+    let mut selector = BTreeMap::new();
+    selector.insert(labels::POD_UID.to_string(), uid.to_string());
+    selector
 }
 
 /// Everything the runtime has for pod `uid`.
@@ -25,8 +28,14 @@ pub async fn observe(ctx: &Context, uid: &str) -> Result<ObservedPod, CriError> 
         label_selector: uid_selector(uid),
         ..Default::default()
     };
-    let mut listed = rt.list_pod_sandbox(Some(sb_filter)).await?;
-    listed.sort_by_key(|s| std::cmp::Reverse(s.created_at));
+    let listed = rt.list_pod_sandbox(Some(sb_filter)).await?;
+    // The newest (the first listed of equals) is the one whose IP is the pod's. Not
+    // sorted here: [`ObservedPod::new`] sorts them all, and each sort is code to carry.
+    let newest = listed
+        .iter()
+        .enumerate()
+        .min_by_key(|(_, s)| std::cmp::Reverse(s.created_at))
+        .map(|(i, _)| i);
     let mut sandboxes = Vec::with_capacity(listed.len());
     for (i, s) in listed.iter().enumerate() {
         let mut o = ObservedSandbox {
@@ -42,7 +51,7 @@ pub async fn observe(ctx: &Context, uid: &str) -> Result<ObservedPod, CriError> 
             ip: String::new(),
         };
         // Only the newest sandbox's IP matters; its status call is the only extra one.
-        if i == 0 && o.ready {
+        if Some(i) == newest && o.ready {
             match rt.pod_sandbox_status(&s.id).await {
                 Ok(st) => o.ip = ObservedSandbox::from(&st).ip,
                 Err(e) if e.is_not_found() => continue,

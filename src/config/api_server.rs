@@ -22,6 +22,9 @@ pub struct ApiServerConfig {
     pub node_labels: std::collections::BTreeMap<String, String>,
     /// Taints the Node is registered with.
     pub register_with_taints: Vec<Taint>,
+    /// kubelet's `maxPods`: the `pods` capacity the Node advertises, so the scheduler
+    /// places at most this many pods here.
+    pub max_pods: u32,
     /// The node Lease's duration; it is renewed every quarter of it.
     pub node_lease_duration_seconds: u32,
     /// How often the node's status is computed (and sent when it changed).
@@ -51,6 +54,7 @@ impl Default for ApiServerConfig {
             node_name: String::new(),
             node_labels: Default::default(),
             register_with_taints: Vec::new(),
+            max_pods: 110,
             node_lease_duration_seconds: 40,
             node_status_update_frequency: Duration::from_secs(10),
             node_status_report_frequency: Duration::from_secs(300),
@@ -103,6 +107,15 @@ impl ApiServerConfig {
                     format!("value must be at most 63 letters, digits, '-', '_' or '.', got {v:?}"),
                 );
             }
+            if !kubelet_may_set(k) {
+                return err(
+                    &format!("nodeLabels[{k}]"),
+                    "a node may set labels under kubernetes.io or k8s.io only in \
+                     kubelet.kubernetes.io/, node.kubernetes.io/ or kubelet's own set \
+                     (NodeRestriction refuses the others)"
+                        .into(),
+                );
+            }
         }
         for (i, t) in self.register_with_taints.iter().enumerate() {
             if !crate::model::validate::is_qualified_name(&t.key) {
@@ -130,6 +143,9 @@ impl ApiServerConfig {
                 );
             }
         }
+        if self.max_pods == 0 {
+            return err("maxPods", "must be at least 1".into());
+        }
         if self.node_lease_duration_seconds == 0 {
             return err("nodeLeaseDurationSeconds", "must be at least 1".into());
         }
@@ -154,6 +170,32 @@ impl ApiServerConfig {
     }
 }
 
+/// Labels under kubernetes.io / k8s.io a kubelet may set on its own Node (kubelet's
+/// `IsKubeletLabel`, v1.20); any other key outside those namespaces is the user's.
+fn kubelet_may_set(key: &str) -> bool {
+    const OWN: [&str; 11] = [
+        "kubernetes.io/hostname",
+        "kubernetes.io/os",
+        "kubernetes.io/arch",
+        "beta.kubernetes.io/os",
+        "beta.kubernetes.io/arch",
+        "beta.kubernetes.io/instance-type",
+        "node.kubernetes.io/instance-type",
+        "topology.kubernetes.io/zone",
+        "topology.kubernetes.io/region",
+        "failure-domain.beta.kubernetes.io/zone",
+        "failure-domain.beta.kubernetes.io/region",
+    ];
+    let Some((prefix, _)) = key.split_once('/') else {
+        return true;
+    };
+    let under = |domain: &str| prefix == domain || prefix.ends_with(&format!(".{domain}"));
+    if !under("kubernetes.io") && !under("k8s.io") {
+        return true;
+    }
+    OWN.contains(&key) || under("kubelet.kubernetes.io") || under("node.kubernetes.io")
+}
+
 #[cfg(test)]
 mod tests {
     use crate::config::Config;
@@ -173,6 +215,7 @@ mod tests {
         let c = c.unwrap();
         let api = c.api_server.as_ref().unwrap();
         assert_eq!(api.node_lease_duration_seconds, 40);
+        assert_eq!(api.max_pods, 110);
         assert_eq!(api.node_status_update_frequency, Duration::from_secs(10));
         assert_eq!(api.node_status_report_frequency, Duration::from_secs(300));
         assert!(api.node_labels.is_empty() && api.register_with_taints.is_empty());
@@ -198,6 +241,15 @@ mod tests {
                 r#"{"kubeconfig":"/k","nodeLabels":{"a b":"x"}}"#,
                 "apiServer.nodeLabels[a b]",
             ),
+            (
+                r#"{"kubeconfig":"/k","nodeLabels":{"node-role.kubernetes.io/edge":""}}"#,
+                "apiServer.nodeLabels[node-role.kubernetes.io/edge]: a node may set",
+            ),
+            (
+                r#"{"kubeconfig":"/k","nodeLabels":{"node-restriction.kubernetes.io/a":"b"}}"#,
+                "NodeRestriction refuses",
+            ),
+            (r#"{"kubeconfig":"/k","maxPods":0}"#, "apiServer.maxPods"),
             (
                 r#"{"kubeconfig":"/k","registerWithTaints":[{"key":"k","effect":"Sometimes"}]}"#,
                 "registerWithTaints[0].effect",
@@ -226,6 +278,10 @@ mod tests {
         let e = Config::parse(r#"{"nodeName":"a","apiServer":{"kubeconfig":"/k","nodeName":"b"}}"#)
             .unwrap_err();
         assert!(e.0.contains("differs from the top-level nodeName"), "{e}");
+        let labels = r#"{"kubeconfig":"/k","nodeLabels":{"example.com/zone":"a",
+            "node.kubernetes.io/role":"gw","x.kubelet.kubernetes.io/y":"1",
+            "topology.kubernetes.io/zone":"z1","plain":"p"}}"#;
+        Config::parse(&format!(r#"{{"apiServer":{labels}}}"#)).unwrap();
         let c = Config::parse(r#"{"apiServer":{"kubeconfig":"/k","nodeName":"gw-7"}}"#).unwrap();
         assert_eq!(c.effective_node_name(), "gw-7");
         let c = Config::parse(r#"{"nodeName":"gw-8","apiServer":{"kubeconfig":"/k"}}"#).unwrap();

@@ -34,34 +34,38 @@ pub fn log_path(name: &str, restart_count: u32) -> String {
 /// only these on containers; the pod's own labels live on the sandbox).
 pub fn container_labels(pod: &Pod, c: &Container) -> BTreeMap<String, String> {
     let m = &pod.metadata;
-    BTreeMap::from([
-        (labels::POD_NAME.to_string(), m.name.clone()),
-        (labels::POD_NAMESPACE.to_string(), m.namespace.clone()),
-        (labels::POD_UID.to_string(), m.uid.clone()),
-        (labels::CONTAINER_NAME.to_string(), c.name.clone()),
+    string_map([
+        (labels::POD_NAME, m.name.clone()),
+        (labels::POD_NAMESPACE, m.namespace.clone()),
+        (labels::POD_UID, m.uid.clone()),
+        (labels::CONTAINER_NAME, c.name.clone()),
     ])
+}
+
+/// The map of `pairs`, built by inserts: `BTreeMap::from` an array would carry a sort
+/// of it for each array length, code the binary need not hold.
+fn string_map(pairs: impl IntoIterator<Item = (&'static str, String)>) -> BTreeMap<String, String> {
+    let mut map = BTreeMap::new();
+    for (k, v) in pairs {
+        map.insert(k.to_string(), v);
+    }
+    map
 }
 
 fn container_annotations(pod: &Pod, c: &Container, restart_count: u32) -> BTreeMap<String, String> {
     let grace = pod.spec.termination_grace_period_seconds.unwrap_or(30);
-    BTreeMap::from([
-        (labels::CONTAINER_HASH.to_string(), hash::container_hash(c)),
+    string_map([
+        (labels::CONTAINER_HASH, hash::container_hash(c)),
+        (labels::CONTAINER_RESTART_COUNT, restart_count.to_string()),
         (
-            labels::CONTAINER_RESTART_COUNT.to_string(),
-            restart_count.to_string(),
-        ),
-        (
-            labels::CONTAINER_TERMINATION_MESSAGE_PATH.to_string(),
+            labels::CONTAINER_TERMINATION_MESSAGE_PATH,
             c.termination_message_path.clone(),
         ),
         (
-            labels::CONTAINER_TERMINATION_MESSAGE_POLICY.to_string(),
+            labels::CONTAINER_TERMINATION_MESSAGE_POLICY,
             format!("{:?}", c.termination_message_policy),
         ),
-        (
-            labels::POD_TERMINATION_GRACE_PERIOD.to_string(),
-            grace.to_string(),
-        ),
+        (labels::POD_TERMINATION_GRACE_PERIOD, grace.to_string()),
     ])
 }
 

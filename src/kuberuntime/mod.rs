@@ -45,5 +45,6 @@ pub mod projected;
 pub mod resources;
 pub mod status;
 pub mod termination;
+pub mod time;
 pub mod tmpfs;
 pub mod volumes;

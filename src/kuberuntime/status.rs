@@ -5,16 +5,15 @@
 //! identical status (the status file is then not rewritten).
 
 use super::observed::{ObservedContainer, ObservedPod, State};
+use super::time::rfc3339_of;
 use crate::model::pod::RestartPolicy;
 use crate::model::status::{
     ConditionStatus, ContainerState, ContainerStateRunning, ContainerStateTerminated,
     ContainerStateWaiting, ContainerStatus, PodCondition, PodConditionType, PodIp, PodPhase,
     PodStatus,
 };
-use crate::model::time::format_rfc3339;
 use crate::model::{Container, Pod};
 use std::collections::BTreeMap;
-use std::time::{Duration, UNIX_EPOCH};
 
 /// What a running container's probes say (kubelet's `started` and `ready`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -52,6 +51,9 @@ pub struct StatusInput<'a> {
     /// Set when the pod as a whole has failed (activeDeadlineSeconds): phase Failed with
     /// this reason and message, whatever its containers do.
     pub failed: Option<(&'a str, &'a str)>,
+    /// The terminal phase (Succeeded or Failed) the pod has already reached: kept,
+    /// whatever its containers show now (kubelet never leaves one).
+    pub terminal: Option<PodPhase>,
 }
 
 /// Computes the pod's status.
@@ -75,9 +77,10 @@ pub fn pod_status(input: &StatusInput) -> PodStatus {
             .as_ref()
             .is_some_and(|t| t.exit_code == 0)
     });
-    let phase = match input.failed {
-        Some(_) => PodPhase::Failed,
-        None => phase(pod.spec.restart_policy, &init, &apps, input.init_failed),
+    let phase = match (input.terminal, input.failed) {
+        (Some(p), _) => p,
+        (None, Some(_)) => PodPhase::Failed,
+        (None, None) => phase(pod.spec.restart_policy, &init, &apps, input.init_failed),
     };
     let pod_ip = if pod.spec.host_network {
         input.host_ip.to_string()
@@ -116,10 +119,6 @@ pub fn pod_status(input: &StatusInput) -> PodStatus {
     status
 }
 
-fn ns_to_rfc3339(ns: i64) -> Option<String> {
-    (ns > 0).then(|| format_rfc3339(UNIX_EPOCH + Duration::from_nanos(ns as u64)))
-}
-
 fn terminated(input: &StatusInput, c: &ObservedContainer) -> ContainerStateTerminated {
     let reason = match c.reason.as_str() {
         "" if c.exit_code == 0 => "Completed".to_string(),
@@ -131,8 +130,8 @@ fn terminated(input: &StatusInput, c: &ObservedContainer) -> ContainerStateTermi
         signal: 0,
         reason,
         message: c.message.clone(),
-        started_at: ns_to_rfc3339(c.started_at),
-        finished_at: ns_to_rfc3339(c.finished_at),
+        started_at: rfc3339_of(c.started_at),
+        finished_at: rfc3339_of(c.finished_at),
         container_id: container_id(input, c),
     }
 }
@@ -163,7 +162,7 @@ fn container_status(input: &StatusInput, spec: &Container) -> ContainerStatus {
     match (l.state, waiting) {
         (State::Running, _) => {
             st.state.running = Some(ContainerStateRunning {
-                started_at: ns_to_rfc3339(l.started_at),
+                started_at: rfc3339_of(l.started_at),
             });
             let p = input.probes.get(&l.id).copied().unwrap_or_else(|| {
                 let started = spec.startup_probe.is_none();

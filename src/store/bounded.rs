@@ -19,6 +19,7 @@
 //! an I/O failure, so a reader can treat the file as bad input rather than retry.
 
 use rustix::fs::OFlags;
+use std::fs::{File, Metadata};
 use std::io::{self, Read};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
@@ -26,6 +27,19 @@ use std::path::Path;
 /// Reads all of `path` if it holds at most `limit` bytes. Larger files fail with
 /// `ErrorKind::FileTooLarge`, non-regular files with `ErrorKind::InvalidInput`.
 pub fn read(path: &Path, limit: usize) -> io::Result<Vec<u8>> {
+    let (f, meta) = open_regular(path)?;
+    // The size only decides a refusal, never an allocation: it may be wrong (procfs
+    // says 0) or change while we read, so the read itself is bounded too.
+    if meta.len() > limit as u64 {
+        return Err(too_large(limit));
+    }
+    read_open(f, limit)
+}
+
+/// Opens `path` for reading without blocking, if it is a regular file (else
+/// `ErrorKind::InvalidInput`, naming what it is); its metadata is the opened file's, so
+/// a caller checking it (e.g. its mode) checks the file it will read.
+pub fn open_regular(path: &Path) -> io::Result<(File, Metadata)> {
     let f = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags((OFlags::NONBLOCK | OFlags::CLOEXEC).bits() as i32)
@@ -37,11 +51,12 @@ pub fn read(path: &Path, limit: usize) -> io::Result<Vec<u8>> {
             format!("not a regular file (a {})", kind_name(meta.file_type())),
         ));
     }
-    // The size only decides a refusal, never an allocation: it may be wrong (procfs
-    // says 0) or change while we read, so the read itself is bounded too.
-    if meta.len() > limit as u64 {
-        return Err(too_large(limit));
-    }
+    Ok((f, meta))
+}
+
+/// Reads an opened file to its end, at most `limit` bytes; more fails with
+/// `ErrorKind::FileTooLarge` once `limit + 1` bytes were read.
+pub fn read_open(f: File, limit: usize) -> io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
     f.take(limit as u64 + 1).read_to_end(&mut bytes)?;
     if bytes.len() > limit {

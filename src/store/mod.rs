@@ -34,7 +34,8 @@
 //! go to its own source's tree only ([`Store::configmap_for`]). A cluster pod with the
 //! namespace and name of a local pod is not run (local pods are the device owner's):
 //! the uplink reports it Failed ([`Store::cluster_pod_shadowed`]). [`notify`] tells the
-//! uplink which pods' status changed and which cluster pods finished terminating.
+//! uplink which pods' status changed, which cluster pods finished terminating and which
+//! local pods changed (the uplink shows them in the cluster as mirror pods).
 //!
 //! # Uids and timestamps
 //! A new object without `metadata.uid` gets a random UUID v4 and `creationTimestamp`
@@ -63,6 +64,8 @@ pub mod digest;
 mod error;
 pub mod firmware;
 pub mod layout;
+#[cfg(feature = "uplink")]
+pub mod local_pods;
 pub mod notify;
 mod quarantine;
 mod state_files;
@@ -357,6 +360,8 @@ impl Store {
     pub fn desired_pods_keeping_damaged(&mut self) -> DesiredPods {
         let (state, damaged) = self.pod_files(&self.layout.clone());
         let local = self.effective(Kind::Pod, state, &damaged);
+        #[cfg(feature = "uplink")]
+        self.note_local_pods(&local, &damaged);
         let (cluster, cluster_damaged) = self.pod_files(&self.cluster.clone());
         let cluster = cluster
             .into_iter()
@@ -556,8 +561,9 @@ impl Store {
     }
 
     /// Starts telling the caller (the uplink) about status changes: the receiver is
-    /// woken whenever a pod's status file was written or removed, or a cluster pod
-    /// finished terminating; [`Store::take_dirty_pods`] says which pods (see [`notify`]).
+    /// woken whenever a pod's status file was written or removed, a cluster pod
+    /// finished terminating, or the agent read a local pod added, changed or removed;
+    /// [`Store::take_dirty_pods`] says which pods (see [`notify`]).
     pub fn subscribe_status(&mut self) -> smol::channel::Receiver<()> {
         self.notify.subscribe()
     }

@@ -2,13 +2,17 @@
 //! written or removed since it last asked (a set of dirty pods, not a queue: the uplink
 //! reads each pod's latest status when it sends, so a pod whose status changed ten times
 //! while the API server was away costs one request), which cluster pods have finished
-//! terminating, and which cluster pods are shadowed by a local pod of the same name.
+//! terminating, which cluster pods are shadowed by a local pod of the same name, and
+//! which local pods were added, changed or removed (a digest of each as the agent last
+//! read them: the uplink shows local pods in the cluster as mirror pods).
 //!
 //! Nothing is kept until someone subscribes ([`Notify::subscribe`]): a local-only agent
 //! pays nothing. The subscriber is woken through a channel of capacity one, so any
 //! number of changes between two looks cost one wake-up.
 
 use smol::channel::{Receiver, Sender};
+#[cfg(feature = "uplink")]
+use std::collections::BTreeMap;
 use std::collections::BTreeSet;
 
 /// A pod by namespace and name (status files are per name, whatever the source).
@@ -22,6 +26,10 @@ pub struct Notify {
     terminated: BTreeSet<String>,
     /// Cluster pods not run because a local pod has their namespace and name.
     shadowed: BTreeSet<PodName>,
+    /// The local pods as the agent last read them, by digest of their content; `None`
+    /// before the first read.
+    #[cfg(feature = "uplink")]
+    local: Option<BTreeMap<PodName, u128>>,
 }
 
 impl Notify {
@@ -71,6 +79,45 @@ impl Notify {
 
     pub fn is_shadowed(&self, ns: &str, name: &str) -> bool {
         self.shadowed.contains(&(ns.to_string(), name.to_string()))
+    }
+}
+
+/// The local pods' digests ([`super::local_pods`]).
+#[cfg(feature = "uplink")]
+impl Notify {
+    /// Whether anyone listens (else [`Notify::set_local`]'s digests need not be made).
+    pub fn is_subscribed(&self) -> bool {
+        self.wake.is_some()
+    }
+
+    /// The local pods now, by digest; those added, changed or removed since the last
+    /// call are marked. `damaged` names keep their last digest: a pod whose file is
+    /// damaged keeps running, it has not changed.
+    pub fn set_local(&mut self, mut now: BTreeMap<PodName, u128>, damaged: &[PodName]) {
+        if self.wake.is_none() {
+            return;
+        }
+        let before = self.local.take().unwrap_or_default();
+        for name in damaged {
+            if let Some(d) = before.get(name) {
+                now.insert(name.clone(), *d);
+            }
+        }
+        let changed: Vec<PodName> = before
+            .keys()
+            .chain(now.keys())
+            .filter(|n| before.get(*n) != now.get(*n))
+            .cloned()
+            .collect();
+        self.local = Some(now);
+        for (ns, name) in changed {
+            self.mark(&ns, &name);
+        }
+    }
+
+    /// The digests of the local pods, `None` before the agent's first read.
+    pub fn local(&self) -> Option<&BTreeMap<PodName, u128>> {
+        self.local.as_ref()
     }
 }
 
@@ -127,5 +174,23 @@ mod tests {
         assert!(n.take().is_empty(), "no change, nothing to send");
         n.set_shadowed(BTreeSet::from([name("b")]));
         assert_eq!(n.take(), BTreeSet::from([name("a"), name("b")]));
+    }
+
+    #[cfg(feature = "uplink")]
+    #[test]
+    fn local_pods_added_changed_or_removed_are_marked_damaged_ones_kept() {
+        let mut n = Notify::default();
+        n.set_local(BTreeMap::from([(name("a"), 1)]), &[]);
+        assert!(n.local().is_none(), "nothing kept without a subscriber");
+        let _rx = n.subscribe();
+        n.set_local(BTreeMap::from([(name("a"), 1), (name("b"), 2)]), &[]);
+        assert_eq!(n.take(), BTreeSet::from([name("a"), name("b")]));
+        n.set_local(BTreeMap::from([(name("a"), 1), (name("b"), 2)]), &[]);
+        assert!(n.take().is_empty(), "unchanged");
+        n.set_local(BTreeMap::from([(name("a"), 3)]), &[]);
+        assert_eq!(n.take(), BTreeSet::from([name("a"), name("b")]));
+        n.set_local(BTreeMap::new(), &[name("a")]);
+        assert!(n.take().is_empty(), "a damaged file is no change");
+        assert_eq!(n.local().unwrap().get(&name("a")), Some(&3));
     }
 }

@@ -43,10 +43,12 @@ pub fn new(ctx: &Rc<Context>) -> Result<Option<Rc<Uplink>>, SetupError> {
 /// Spawns the uplink's tasks on the agent's executor; they run as long as the agent.
 pub fn start(uplink: &Rc<Uplink>) {
     // Each piece of the uplink adds its task here.
+    crate::rt::spawn(super::node::run(uplink.clone())).detach();
     start_pods(uplink);
 }
 
-/// The pod side: the pod source (with the configMap and secret watches) and status up.
+/// The pod side: the pod source (with the configMap and secret watches) and status up
+/// (with the mirror pods of the local pods).
 fn start_pods(uplink: &Rc<Uplink>) {
     let bound = Rc::new(super::pods_bound::Bound::default());
     let wake = uplink.ctx.store.borrow_mut().subscribe_status();

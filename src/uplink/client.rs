@@ -94,6 +94,8 @@ pub struct ApiClient {
 }
 
 const JSON: &str = "application/json";
+/// Protobuf where the API server has it (built-in kinds), else JSON.
+const PROTOBUF_OR_JSON: &str = "application/vnd.kubernetes.protobuf, application/json";
 
 impl ApiClient {
     /// A client for a loaded kubeconfig. Nothing is connected until the first request.
@@ -135,6 +137,15 @@ impl ApiClient {
 
     pub fn options(&self) -> &ClientOptions {
         &self.options
+    }
+
+    /// Waits until the connection is up (making it if needed, within the request
+    /// deadline); sends nothing. For a request whose body says when it was made (a
+    /// lease renewal): made after this, it is not stale from waiting for the link.
+    pub async fn connected(&self) -> Result<(), ApiError> {
+        let deadline = Instant::now() + self.options.timeout;
+        self.with_deadline(async { self.conn.sender(deadline).await.map(|_| ()) })
+            .await
     }
 
     /// GET an object (`path` from [`super::query::resource_path`]).
@@ -195,6 +206,21 @@ impl ApiClient {
         )
     }
 
+    /// PATCH when only the outcome matters: the answer (the whole object) is asked for in
+    /// protobuf, about half the bytes of JSON, and dropped unread; a failure is decoded
+    /// as usual. For the node's frequent writes (lease renewals, node status).
+    pub async fn patch_ack<B: Serialize>(
+        &self,
+        path: &str,
+        kind: PatchType,
+        body: &B,
+    ) -> Result<(), ApiError> {
+        let body = Some((kind.content_type(), encode(body)?));
+        self.send_accepting(PROTOBUF_OR_JSON, Method::PATCH, path.to_string(), body)
+            .await
+            .map(|_| ())
+    }
+
     /// DELETE an object. The answer (the object, or a `Status`) is returned undecoded.
     pub async fn delete(
         &self,
@@ -216,7 +242,7 @@ impl ApiClient {
     pub async fn watch(&self, path: &str, params: &ListParams) -> Result<WatchStream, ApiError> {
         let uri = format!("{path}{}", params.query(true));
         let response = self
-            .with_deadline(self.start(Method::GET, uri, None))
+            .with_deadline(self.start(JSON, Method::GET, uri, None))
             .await?;
         let (head, body) = response.0.into_parts();
         if !head.status.is_success() {
@@ -241,8 +267,19 @@ impl ApiClient {
         uri: String,
         body: Option<(&'static str, Bytes)>,
     ) -> Result<Bytes, ApiError> {
+        self.send_accepting(JSON, method, uri, body).await
+    }
+
+    /// [`Self::send`] with the answer in the media type `accept`.
+    async fn send_accepting(
+        &self,
+        accept: &'static str,
+        method: Method,
+        uri: String,
+        body: Option<(&'static str, Bytes)>,
+    ) -> Result<Bytes, ApiError> {
         self.with_deadline(async {
-            let (response, generation) = self.start(method, uri, body).await?;
+            let (response, generation) = self.start(accept, method, uri, body).await?;
             let (head, body) = response.into_parts();
             let bytes = read_body(&self.conn, body, self.options.max_body)
                 .await
@@ -276,6 +313,7 @@ impl ApiClient {
     /// before the request left is replaced once, transparently.
     async fn start(
         &self,
+        accept: &'static str,
         method: Method,
         uri: String,
         body: Option<(&'static str, Bytes)>,
@@ -285,10 +323,11 @@ impl ApiClient {
         loop {
             attempt += 1;
             let (sender, generation) = self.conn.sender(deadline).await?;
-            let head = self.head(&method, &uri, body.as_ref().map(|b| b.0))?;
+            let head = self.head(accept, &method, &uri, body.as_ref().map(|b| b.0))?;
             let sent = async {
                 let mut sender = sender.ready().await?;
                 let (response, mut stream) = sender.send_request(head, body.is_none())?;
+                self.conn.counters().request();
                 if let Some((_, data)) = &body {
                     stream.send_data(data.clone(), true)?;
                 }
@@ -321,6 +360,7 @@ impl ApiClient {
 
     fn head(
         &self,
+        accept: &'static str,
         method: &Method,
         uri: &str,
         content_type: Option<&'static str>,
@@ -330,7 +370,7 @@ impl ApiClient {
         let mut req = Request::builder()
             .method(method.clone())
             .uri(full)
-            .header(http::header::ACCEPT, JSON)
+            .header(http::header::ACCEPT, accept)
             .header(http::header::USER_AGENT, self.user_agent.clone());
         if let Some(ct) = content_type {
             req = req.header(http::header::CONTENT_TYPE, ct);
@@ -368,8 +408,11 @@ pub(super) fn failure(http: StatusCode, body: &[u8]) -> ApiError {
     ApiError::Status(status_of(http.as_u16(), body))
 }
 
-/// A `Status` from its JSON, with `code` as fallback for the HTTP status.
+/// A `Status` from its JSON (or protobuf), with `code` as fallback for the HTTP status.
 pub(super) fn status_of(code: u16, body: &[u8]) -> Status {
+    if let Some(s) = protobuf_status(code, body) {
+        return s;
+    }
     #[derive(serde::Deserialize, Default)]
     #[serde(default)]
     struct Raw {
@@ -395,6 +438,36 @@ pub(super) fn status_of(code: u16, body: &[u8]) -> Status {
     }
 }
 
+/// A `Status` sent in protobuf: the `k8s\0` envelope (`runtime.Unknown`, the object in
+/// field 2) around `metav1.Status` (message 3, reason 4, code 6).
+fn protobuf_status(code: u16, body: &[u8]) -> Option<Status> {
+    #[derive(prost::Message)]
+    struct Unknown {
+        #[prost(bytes = "vec", tag = "2")]
+        raw: Vec<u8>,
+    }
+    #[derive(prost::Message)]
+    struct StatusPb {
+        #[prost(string, tag = "3")]
+        message: String,
+        #[prost(string, tag = "4")]
+        reason: String,
+        #[prost(int32, tag = "6")]
+        code: i32,
+    }
+    use prost::Message as _;
+    let envelope = Unknown::decode(body.strip_prefix(b"k8s\0")?).ok()?;
+    let s = StatusPb::decode(envelope.raw.as_slice()).ok()?;
+    Some(Status {
+        code: u16::try_from(s.code)
+            .ok()
+            .filter(|&c| c != 0)
+            .unwrap_or(code),
+        reason: s.reason,
+        message: s.message,
+    })
+}
+
 fn encode<B: Serialize>(body: &B) -> Result<Bytes, ApiError> {
     serde_json::to_vec(body)
         .map(Bytes::from)
@@ -412,5 +485,39 @@ pub fn go_arch() -> &'static str {
         "x86_64" => "amd64",
         "arm" => "arm",
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failure_statuses_in_json_or_protobuf() {
+        let json = br#"{"kind":"Status","status":"Failure","message":"m","reason":"Forbidden","code":403}"#;
+        let s = status_of(500, json);
+        assert_eq!(
+            (s.code, s.reason.as_str(), s.message.as_str()),
+            (403, "Forbidden", "m")
+        );
+        // k8s\0 + Unknown{typeMeta{"v1","Status"}, raw: Status{status, message, reason, code}}
+        let mut raw = vec![0x12, 7];
+        raw.extend_from_slice(b"Failure");
+        raw.extend_from_slice(&[0x1a, 9]);
+        raw.extend_from_slice(b"forbidden");
+        raw.extend_from_slice(&[0x22, 9]);
+        raw.extend_from_slice(b"Forbidden");
+        raw.extend_from_slice(&[0x30, 0x93, 0x03]); // 403
+        let mut body = b"k8s\0\x0a\x0c\x0a\x02v1\x12\x06Status\x12".to_vec();
+        body.push(raw.len() as u8);
+        body.extend_from_slice(&raw);
+        let s = status_of(500, &body);
+        assert_eq!(
+            (s.code, s.reason.as_str(), s.message.as_str()),
+            (403, "Forbidden", "forbidden")
+        );
+        // Not a Status: the HTTP code and the start of the body.
+        let s = status_of(502, b"bad gateway");
+        assert_eq!((s.code, s.message.as_str()), (502, "bad gateway"));
     }
 }

@@ -1,4 +1,4 @@
-//! What the uplink costs and how often it broke: bytes on the wire (TLS records,
+//! What the uplink costs and how often it broke: requests, bytes on the wire (TLS records,
 //! both directions, handshakes included), connections made, and the TLS error that
 //! last broke one. Read by the metrics endpoint and the bandwidth bench; kept in
 //! `Cell`s (one thread, no atomics needed).
@@ -12,6 +12,7 @@ pub struct Counters {
     bytes_received: Cell<u64>,
     connects: Cell<u64>,
     connect_failures: Cell<u64>,
+    requests: Cell<u64>,
     /// The TLS error that broke the link, kept for the requests that fail because of it
     /// (h2 passes I/O errors on to streams as text only).
     tls_failure: RefCell<Option<rustls::Error>>,
@@ -28,6 +29,8 @@ pub struct Snapshot {
     pub reconnects: u64,
     /// Connection attempts that failed.
     pub connect_failures: u64,
+    /// Requests sent (watches included).
+    pub requests: u64,
 }
 
 impl Counters {
@@ -43,6 +46,10 @@ impl Counters {
 
     pub fn connected(&self) {
         self.connects.set(self.connects.get() + 1);
+    }
+
+    pub fn request(&self) {
+        self.requests.set(self.requests.get() + 1);
     }
 
     pub fn connect_failed(&self) {
@@ -66,6 +73,7 @@ impl Counters {
             connects,
             reconnects: connects.saturating_sub(1),
             connect_failures: self.connect_failures.get(),
+            requests: self.requests.get(),
         }
     }
 }

@@ -6,9 +6,9 @@
 //! check and the read is still the one checked.
 
 use super::error::SetupError;
-use std::fs::File;
-use std::io::Read;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use crate::store::bounded;
+use std::io::ErrorKind;
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 /// Largest kubeconfig, certificate, CA bundle or key file read.
@@ -24,36 +24,24 @@ pub enum Secrecy {
     Secret,
 }
 
-/// Reads at most `limit` bytes of a regular file; more is an error, as is a secret
-/// file with any group or other read permission.
+/// Reads at most `limit` bytes of a regular file (the store's bounded reader); more is
+/// an error, as is a secret file with any group or other read permission.
 pub fn read_bounded(path: &Path, limit: usize, secrecy: Secrecy) -> Result<Vec<u8>, SetupError> {
-    let io = |source| SetupError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let file = File::options()
-        .read(true)
-        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
-        .open(path)
-        .map_err(io)?;
-    let meta = file.metadata().map_err(io)?;
-    if !meta.is_file() {
-        return Err(SetupError::NotRegular {
-            path: path.to_path_buf(),
-        });
-    }
-    check_mode(path, meta.mode(), secrecy)?;
-    let mut bytes = Vec::with_capacity((meta.len() as usize).min(limit) + 1);
-    file.take(limit as u64 + 1)
-        .read_to_end(&mut bytes)
-        .map_err(io)?;
-    if bytes.len() > limit {
-        return Err(SetupError::TooLarge {
-            path: path.to_path_buf(),
+    let path_buf = || path.to_path_buf();
+    let io = |source: std::io::Error| match source.kind() {
+        ErrorKind::InvalidInput => SetupError::NotRegular { path: path_buf() },
+        ErrorKind::FileTooLarge => SetupError::TooLarge {
+            path: path_buf(),
             limit,
-        });
-    }
-    Ok(bytes)
+        },
+        _ => SetupError::Io {
+            path: path_buf(),
+            source,
+        },
+    };
+    let (file, meta) = bounded::open_regular(path).map_err(io)?;
+    check_mode(path, meta.mode(), secrecy)?;
+    bounded::read_open(file, limit).map_err(io)
 }
 
 /// Refuses a secret file that group or others may read.

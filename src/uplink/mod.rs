@@ -14,7 +14,8 @@
 //! one watch each, [`objects_projection`] for what is kept of an API object),
 //! [`status`] (status patches from the store's dirty set, the end of the deletion
 //! handshake), [`tokens`] (service-account tokens for projected volumes, TokenRequest
-//! and refresh in [`tokens_refresh`]).
+//! and refresh in [`tokens_refresh`]), [`mirror`] (local pods shown in the cluster as
+//! mirror pods, [`mirror_pod`]).
 //!
 //! Secrets (keys, tokens) live in [`kubeconfig::Redacted`] and are never formatted into
 //! a message or a log line.
@@ -28,6 +29,9 @@ pub mod error;
 pub mod files;
 pub mod identity;
 pub mod kubeconfig;
+pub mod mirror;
+pub mod mirror_pod;
+pub mod node;
 pub mod objects;
 pub mod objects_projection;
 mod objects_watch;

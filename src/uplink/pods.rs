@@ -17,11 +17,15 @@
 //! - The configMaps and secrets the cached pods reference are watched
 //!   ([`super::objects`]); the service-account tokens their projected volumes need are
 //!   requested and kept current ([`super::tokens`]).
+//! - This node's mirror pods (annotation `kubernetes.io/config.mirror`) are never run:
+//!   they are recorded for [`super::mirror`], which keeps them in step with the local
+//!   pods.
 //!
 //! While the API server is away nothing here changes the cache: the pods keep running.
 
 use super::agent::Uplink;
 use super::backoff;
+use super::mirror;
 use super::objects::{references, ObjectRef, ObjectWatches};
 use super::objects_projection::{meta_str, project, to_bytes};
 use super::pods_bound::{api_ips, Bound, Refusal};
@@ -194,6 +198,7 @@ impl PodSource {
                 }
                 self.forget(&name);
                 self.bound.remove(&name);
+                mirror::mark(&self.up, &name);
             }
         }
         let mut store = self.up.ctx.store.borrow_mut();
@@ -201,6 +206,7 @@ impl PodSource {
             store.mark_pod_dirty(&ns, &name);
         }
         drop(store);
+        mirror::listed(&self.up, &self.bound);
         self.sync_objects(false);
     }
 
@@ -221,6 +227,11 @@ impl PodSource {
             self.forget(&key);
             self.bound.remove(&key);
             return None;
+        }
+        if mirror::seen(&self.up, &self.bound, &key, obj) {
+            // One of this node's mirror pods: shown for a local pod, never run here.
+            self.forget(&key);
+            return Some(key);
         }
         let ips = api_ips(&obj["status"]);
         self.bound.update(&key, |k| k.api_ips = ips);
@@ -329,6 +340,9 @@ impl PodSource {
         }
         self.forget(&key);
         self.bound.remove(&key);
+        if known.mirror.is_some() {
+            mirror::mark(&self.up, &key);
+        }
         self.sync_objects(false);
     }
 

@@ -5,12 +5,14 @@
 //! `ip` in a strategic merge patch, so a pod whose IP changed must name the one to
 //! delete, or the API would hold two IPs of one family and refuse the patch). One map
 //! for all of it: each map type costs code.
+//! The node's mirror pods ([`super::mirror`]) are bound pods too: their entries say
+//! what the API shows of them, and they are never cached.
 
 use super::objects::ObjectRef;
 use super::tokens::TokenWant;
 use crate::store::notify::PodName;
 use serde_json::Value;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 
 /// Why a bound pod is not run, and what the API is to show for it.
@@ -34,29 +36,63 @@ pub struct Known {
     pub refusal: Option<Refusal>,
     /// The pod IPs in the API's last copy.
     pub api_ips: Vec<String>,
+    /// A mirror pod (annotation `kubernetes.io/config.mirror`): what the API shows.
+    pub mirror: Option<MirrorSeen>,
+}
+
+/// What the API shows of one of this node's mirror pods.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MirrorSeen {
+    /// The mirror annotation: the hash of the local pod it was made from.
+    pub hash: String,
+    /// `deletionTimestamp` set (someone deleted it with a grace period).
+    pub deleting: bool,
 }
 
 /// The bound pods by namespace and name.
 #[derive(Default)]
-pub struct Bound(RefCell<BTreeMap<PodName, Known>>);
+pub struct Bound {
+    pods: RefCell<BTreeMap<PodName, Known>>,
+    /// Lists of the node's pods done (0: the API's pods are not known yet).
+    lists: Cell<u32>,
+}
 
 impl Bound {
     pub fn get(&self, name: &PodName) -> Option<Known> {
-        self.0.borrow().get(name).cloned()
+        self.pods.borrow().get(name).cloned()
     }
 
     /// Changes (or makes) the entry of `name`; returns what `f` returns.
     pub fn update<T>(&self, name: &PodName, f: impl FnOnce(&mut Known) -> T) -> T {
-        f(self.0.borrow_mut().entry(name.clone()).or_default())
+        f(self.pods.borrow_mut().entry(name.clone()).or_default())
     }
 
     pub fn remove(&self, name: &PodName) -> Option<Known> {
-        self.0.borrow_mut().remove(name)
+        self.pods.borrow_mut().remove(name)
+    }
+
+    /// A list of the node's pods was taken in.
+    pub fn listed(&self) {
+        self.lists.set(self.lists.get().wrapping_add(1).max(1));
+    }
+
+    /// How many lists were taken in (0: none yet; then changes with each).
+    pub fn lists(&self) -> u32 {
+        self.lists.get()
+    }
+
+    /// The names of the mirror pods.
+    pub fn mirrors(&self) -> Vec<PodName> {
+        let map = self.pods.borrow();
+        map.iter()
+            .filter(|(_, k)| k.mirror.is_some())
+            .map(|(n, _)| n.clone())
+            .collect()
     }
 
     /// The refusal of `name` was sent for `uid`: forget it (unless the pod changed).
     pub fn refusal_sent(&self, name: &PodName, uid: &str) {
-        let mut map = self.0.borrow_mut();
+        let mut map = self.pods.borrow_mut();
         if let Some(k) = map.get_mut(name).filter(|k| k.uid == uid) {
             k.refusal = None;
         }
@@ -64,12 +100,12 @@ impl Bound {
 
     /// The names of every entry.
     pub fn names(&self) -> Vec<PodName> {
-        self.0.borrow().keys().cloned().collect()
+        self.pods.borrow().keys().cloned().collect()
     }
 
     /// The names of the cached pods.
     pub fn cached(&self) -> Vec<PodName> {
-        let map = self.0.borrow();
+        let map = self.pods.borrow();
         map.iter()
             .filter(|(_, k)| k.cached)
             .map(|(n, _)| n.clone())
@@ -78,7 +114,7 @@ impl Bound {
 
     /// Everything the cached pods reference, sorted, without duplicates.
     pub fn references(&self) -> Vec<ObjectRef> {
-        let map = self.0.borrow();
+        let map = self.pods.borrow();
         let mut all: Vec<ObjectRef> = map
             .values()
             .filter(|k| k.cached)
@@ -91,7 +127,7 @@ impl Bound {
 
     /// Every token the cached pods need, sorted.
     pub fn tokens(&self) -> Vec<TokenWant> {
-        let map = self.0.borrow();
+        let map = self.pods.borrow();
         let mut all: Vec<TokenWant> = map
             .values()
             .filter(|k| k.cached)

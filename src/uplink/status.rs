@@ -6,9 +6,10 @@
 //! connection is back: tried again with the uplink's back-off, or at once when the
 //! store has news (the pod source's relist after a reconnect marks every pod).
 //!
-//! Per dirty pod, in this order:
+//! Per dirty pod, in this order (then, for a local pod, its mirror pod: see
+//! [`super::mirror`]):
 //! - refused by the pod source ([`Bound`]): `Failed` with its reason;
-//! - not a cached cluster pod: nothing (local pods are not in the cluster);
+//! - not a cached cluster pod: nothing here;
 //! - terminating and done ([`crate::store::Store::is_terminated`]): the end of the
 //!   deletion handshake, `DELETE` with `gracePeriodSeconds: 0` and the uid as
 //!   precondition, then the cached file goes;
@@ -21,6 +22,7 @@
 
 use super::agent::Uplink;
 use super::backoff;
+use super::mirror::Mirrors;
 use super::pods_bound::Bound;
 use super::status_patch::{refused_patch, status_patch};
 use super::{resource_path, ApiError, DeleteOptions, PatchType, Preconditions};
@@ -53,24 +55,38 @@ enum Action {
 }
 
 /// Whether a pod is done with, or must be tried again.
-enum Outcome {
+pub(super) enum Outcome {
     Done,
+    /// The API server is away: this pod and the others, later.
     Retry,
+    /// This pod later (e.g. its mirror waits for the Node); the others now.
+    Later,
 }
 
 /// Runs the status task: waits for the store's wake-ups, sends what is dirty.
 pub async fn run(up: Rc<Uplink>, bound: Rc<Bound>, wake: Receiver<()>) {
     let mut pending: BTreeSet<PodName> = BTreeSet::new();
+    let mut mirrors = Mirrors::default();
     let mut failures = 0u32;
     loop {
         pending.extend(up.ctx.store.borrow_mut().take_dirty_pods());
         let mut left = BTreeSet::new();
         let mut queue = std::mem::take(&mut pending).into_iter();
         for name in queue.by_ref() {
-            if let Outcome::Retry = send(&up, &bound, &name).await {
-                left.insert(name);
-                // The uplink is away: the others would fail the same way.
-                break;
+            let out = match send(&up, &bound, &name).await {
+                Outcome::Done => super::mirror::sync(&up, &bound, &mut mirrors, &name).await,
+                out => out,
+            };
+            match out {
+                Outcome::Done => {}
+                Outcome::Later => {
+                    left.insert(name);
+                }
+                Outcome::Retry => {
+                    left.insert(name);
+                    // The uplink is away: the others would fail the same way.
+                    break;
+                }
             }
         }
         left.extend(queue);
@@ -176,7 +192,7 @@ fn decide(up: &Uplink, bound: &Bound, name: &PodName) -> Action {
     }
 }
 
-async fn patch(up: &Uplink, path: &str, body: &Value) -> Result<(), ApiError> {
+pub(super) async fn patch(up: &Uplink, path: &str, body: &Value) -> Result<(), ApiError> {
     let path = format!("{path}/status");
     up.client
         .patch::<_, serde::de::IgnoredAny>(&path, PatchType::StrategicMerge, body)
@@ -186,7 +202,7 @@ async fn patch(up: &Uplink, path: &str, body: &Value) -> Result<(), ApiError> {
 
 /// Sorts an answer into done (sent, or never to be sent) and try again (the API
 /// server away or overloaded).
-fn outcome(name: &PodName, what: &str, r: Result<(), ApiError>) -> Outcome {
+pub(super) fn outcome(name: &PodName, what: &str, r: Result<(), ApiError>) -> Outcome {
     let (ns, pod) = (&name.0, &name.1);
     match r {
         Ok(()) => {
@@ -211,7 +227,7 @@ fn outcome(name: &PodName, what: &str, r: Result<(), ApiError>) -> Outcome {
 
 /// The API server's answer when the patch's uid is not the pod's (it reads it as a
 /// change of an immutable field).
-fn uid_mismatch(e: &ApiError) -> bool {
+pub(super) fn uid_mismatch(e: &ApiError) -> bool {
     matches!(e, ApiError::Status(s) if s.code == 422 && s.message.contains("metadata.uid"))
 }
 

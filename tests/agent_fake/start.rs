@@ -227,3 +227,34 @@ fn failed_init_container_under_never_fails_the_pod() {
         },
     );
 }
+
+/// A pod whose volumes cannot be set up (a configMap that does not exist yet) makes
+/// nothing on the runtime: every container waits with the reason, the agent logs it
+/// once per try, and the pod starts as soon as the configMap is there.
+#[test]
+fn pod_with_a_missing_configmap_volume_waits_for_it() {
+    let mut n = FakeNode::new("missing-volume");
+    n.start_agent();
+    let volume = json!({"name": "conf", "configMap": {"name": "settings"}});
+    let mount = json!({"volumeMounts": [{"name": "conf", "mountPath": "/etc/app"}]});
+    n.apply(&pod(
+        "cfg",
+        json!({"volumes": [volume], "containers": [container_with("app", mount)]}),
+    ));
+    let s = n.wait_status("cfg", "waiting for its configMap", |s| {
+        waiting_reason(s, "app") == "CreateContainerConfigError"
+            && cstatus(s, "app")["state"]["waiting"]["message"]
+                == "configmap \"settings\" not found"
+    });
+    assert_eq!(phase(&s), "Pending", "{s}");
+    assert_eq!(
+        n.rt.count("RunPodSandbox"),
+        0,
+        "nothing made without volumes"
+    );
+    let said = "cfg: CreateContainerConfigError: configmap \"settings\" not found";
+    assert!(n.log().contains(said), "logged: {}", n.log_tail(20));
+    n.apply(&json!({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "settings", "namespace": NS}, "data": {"a": "b"}}));
+    n.wait_status("cfg", "Running once the configMap exists", running_ready);
+}

@@ -59,11 +59,31 @@ fn run_outdated(
     containers: Vec<ObservedContainer>,
     outdated: &[String],
 ) -> PodActions {
+    compute_with(p, sandboxes, containers, outdated, false)
+}
+
+/// The actions for a pod that has reached Succeeded or Failed.
+fn run_terminal(
+    p: &Pod,
+    sandboxes: Vec<ObservedSandbox>,
+    containers: Vec<ObservedContainer>,
+) -> PodActions {
+    compute_with(p, sandboxes, containers, &[], true)
+}
+
+fn compute_with(
+    p: &Pod,
+    sandboxes: Vec<ObservedSandbox>,
+    containers: Vec<ObservedContainer>,
+    outdated: &[String],
+    terminal: bool,
+) -> PodActions {
     let d = Desired {
         pod: p,
         sandbox_hash: "sb",
         container_hash: &hash,
         outdated,
+        terminal,
     };
     compute(&d, &ObservedPod::new(sandboxes, containers))
 }
@@ -288,4 +308,179 @@ fn a_container_being_created_is_not_started_twice() {
     c.created_at = now - 120_000_000_000;
     let stale = run(&p, vec![sandbox("s1", true, 0, 1)], vec![c]);
     assert_eq!(started(&stale), [("a", 1)]);
+}
+
+fn now_ns() -> i64 {
+    crate::kuberuntime::time::unix_nanos(std::time::SystemTime::now())
+}
+
+/// A container made at `t` and never started.
+fn unstarted(id: &str, name: &str, restarts: u32, t: i64) -> ObservedContainer {
+    let mut c = ctr(id, name, State::Created, 0, restarts, t);
+    c.started_at = 0;
+    c
+}
+
+fn ids(list: &[Kill]) -> Vec<&str> {
+    list.iter().map(|k| k.id.as_str()).collect()
+}
+
+#[test]
+fn failed_init_container_under_never_stays_failed_once_the_sandbox_is_stopped() {
+    // The sync after the pod was killed: its sandbox is no longer ready, which is the
+    // sandbox-recreate path; the pod must still be failed, and nothing made again.
+    let p = pod(&["i1"], &["a"], RestartPolicy::Never);
+    let a = run(
+        &p,
+        vec![sandbox("s1", false, 0, 1)],
+        vec![ctr("x", "i1", State::Exited, 2, 0, 2)],
+    );
+    assert!(a.init_failed, "{a:?}");
+    assert!(a.start.is_empty() && a.resume.is_empty() && a.create_sandbox.is_none());
+    // Under Never an init container that succeeded before the stop fails nothing.
+    let ok = run(
+        &p,
+        vec![sandbox("s1", false, 0, 1)],
+        vec![
+            ctr("x", "i1", State::Exited, 0, 0, 2),
+            ctr("y", "a", State::Exited, 1, 0, 3),
+        ],
+    );
+    assert!(!ok.init_failed && ok.start.is_empty() && ok.create_sandbox.is_none());
+}
+
+#[test]
+fn a_terminal_pod_is_never_restarted_nor_its_sandbox_recreated() {
+    let sb = || vec![sandbox("s1", false, 0, 1)];
+    // Whatever the runtime shows: its containers gone (GC, a reboot that lost them),
+    // exited under OnFailure or Always, an init container that failed.
+    for policy in [
+        RestartPolicy::Never,
+        RestartPolicy::OnFailure,
+        RestartPolicy::Always,
+    ] {
+        let p = pod(&[], &["a"], policy);
+        for containers in [vec![], vec![ctr("c1", "a", State::Exited, 1, 0, 2)]] {
+            let a = run_terminal(&p, sb(), containers.clone());
+            assert_eq!(
+                a,
+                PodActions {
+                    kill_pod: true,
+                    ..Default::default()
+                },
+                "{policy:?} {containers:?}"
+            );
+            let none = run_terminal(&p, vec![], containers);
+            assert!(none.start.is_empty() && none.create_sandbox.is_none());
+        }
+    }
+    // Not terminal, the same pod would be started again: the rule is what stops it.
+    let p = pod(&[], &["a"], RestartPolicy::OnFailure);
+    assert_eq!(started(&run(&p, vec![], vec![])), [("a", 0)]);
+    // Running containers of a terminal pod (a deadline) are stopped, nothing more.
+    let p = pod(&["i1"], &["a"], RestartPolicy::Never);
+    let a = run_terminal(
+        &p,
+        vec![sandbox("s1", true, 0, 1)],
+        vec![ctr("x", "i1", State::Exited, 2, 0, 2)],
+    );
+    assert!(a.kill_pod && a.init_failed && a.start.is_empty());
+}
+
+#[test]
+fn a_fresh_unstarted_container_is_started_as_it_is() {
+    let sb = || vec![sandbox("s1", true, 0, 1)];
+    let p = pod(&[], &["a", "b"], RestartPolicy::Always);
+    let a = run(
+        &p,
+        sb(),
+        vec![
+            unstarted("c1", "a", 0, now_ns()),
+            ctr("c2", "b", State::Running, 0, 0, 2),
+        ],
+    );
+    let r = Start {
+        index: 0,
+        init: false,
+        name: "a".into(),
+        restart_count: 0,
+        reason: StartReason::Made { id: "c1".into() },
+    };
+    assert_eq!(a.resume, [r]);
+    assert!(a.start.is_empty() && a.remove.is_empty() && a.kill.is_empty() && !a.kill_pod);
+    // Under Never too: it never ran, so this is its first start.
+    let never = run(
+        &pod(&[], &["a"], RestartPolicy::Never),
+        sb(),
+        vec![unstarted("c1", "a", 0, now_ns())],
+    );
+    assert_eq!(never.resume.len(), 1, "{never:?}");
+    assert!(!never.kill_pod);
+    // An init container, in its turn.
+    let p = pod(&["i1", "i2"], &["a"], RestartPolicy::Always);
+    let a = run(
+        &p,
+        sb(),
+        vec![
+            ctr("x", "i1", State::Exited, 0, 0, 2),
+            unstarted("y", "i2", 3, now_ns()),
+        ],
+    );
+    let r = &a.resume[..];
+    assert_eq!(
+        (r.len(), r[0].index, r[0].init, r[0].restart_count),
+        (1, 1, true, 3)
+    );
+    assert_eq!(r[0].reason, StartReason::Made { id: "y".into() });
+    assert!(a.start.is_empty());
+}
+
+#[test]
+fn an_unstarted_container_that_cannot_start_now_is_removed_and_replaced() {
+    let sb = || vec![sandbox("s1", true, 0, 1)];
+    let p = pod(&[], &["a"], RestartPolicy::Never);
+    let stale = unstarted("c1", "a", 0, now_ns() - 120_000_000_000);
+    let mut old_sandbox = unstarted("c1", "a", 0, now_ns());
+    old_sandbox.sandbox_id = "s0".into();
+    let mut old_spec = unstarted("c1", "a", 0, now_ns());
+    old_spec.hash = "img-old".into();
+    for c in [stale, old_sandbox, old_spec] {
+        let a = run(&p, sb(), vec![c.clone()]);
+        assert_eq!(ids(&a.remove), ["c1"], "{c:?}");
+        // A first start even under Never; the next attempt, as kubelet counts.
+        assert_eq!(started(&a), [("a", 1)], "{c:?}");
+        assert_eq!(a.start[0].reason, StartReason::NeverStarted);
+        assert!(a.resume.is_empty());
+    }
+    // An older instance never started, a newer one runs: the old one goes.
+    let p = pod(&[], &["a"], RestartPolicy::Always);
+    let a = run(
+        &p,
+        sb(),
+        vec![
+            unstarted("c0", "a", 0, now_ns() - 1000),
+            ctr("c1", "a", State::Running, 0, 1, now_ns()),
+        ],
+    );
+    assert_eq!(ids(&a.remove), ["c0"]);
+    assert!(a.start.is_empty() && a.resume.is_empty());
+    // The sandbox is made anew: every unstarted container goes with the old one.
+    let a = run(
+        &p,
+        vec![sandbox("s1", false, 0, 1)],
+        vec![unstarted("c1", "a", 0, now_ns())],
+    );
+    assert_eq!(ids(&a.remove), ["c1"]);
+    assert_eq!(started(&a), [("a", 1)]);
+    assert_eq!(a.create_sandbox, Some(1));
+    // Under Never too: a pod whose containers never ran has not run.
+    let never = pod(&[], &["a"], RestartPolicy::Never);
+    let a = run(
+        &never,
+        vec![sandbox("s1", false, 0, 1)],
+        vec![unstarted("c1", "a", 0, now_ns())],
+    );
+    assert_eq!(ids(&a.remove), ["c1"]);
+    assert_eq!(started(&a), [("a", 1)]);
+    assert_eq!(a.create_sandbox, Some(1));
 }

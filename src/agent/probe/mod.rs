@@ -17,13 +17,14 @@ use super::context::Context;
 use super::handler::{self, Target};
 use crate::kuberuntime::observed::{ObservedPod, State};
 use crate::kuberuntime::status::ProbeStatus;
+use crate::kuberuntime::time::instant_of;
 use crate::model::{Container, Pod};
 use smol::channel::{Receiver, Sender};
 use smol::Task;
 use state::Kind;
 use std::collections::BTreeMap;
 use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 pub use task::Event;
 
 /// The probes of one running container instance.
@@ -116,7 +117,7 @@ impl PodProbes {
                     started: false,
                     ready: false,
                 },
-                started_at: super::worker::instant_of(l.started_at, Instant::now()),
+                started_at: instant_of(l.started_at, Instant::now(), SystemTime::now()),
                 target: Target {
                     container_id: l.id.clone(),
                     pod_ip: pod_ip.clone(),

@@ -51,6 +51,7 @@ struct Case {
     init_failed: bool,
     probes: BTreeMap<String, ProbeStatus>,
     failed: Option<(&'static str, &'static str)>,
+    terminal: Option<PodPhase>,
 }
 
 impl Case {
@@ -62,6 +63,7 @@ impl Case {
             init_failed: false,
             probes: BTreeMap::new(),
             failed: None,
+            terminal: None,
         }
     }
     fn wait(mut self, name: &str, reason: &str) -> Case {
@@ -86,6 +88,7 @@ impl Case {
             init_failed: self.init_failed,
             probes: &self.probes,
             failed: self.failed,
+            terminal: self.terminal,
         })
     }
 }
@@ -369,4 +372,27 @@ fn probes_drive_started_ready_and_the_conditions() {
         cond(&s3, PodConditionType::Ready).status,
         ConditionStatus::False
     );
+}
+
+#[test]
+fn a_terminal_phase_is_kept_whatever_the_containers_show() {
+    // Failed, then its containers are gone (GC, a reboot) or an init container shows
+    // waiting again: still Failed, and not ready because it completed.
+    let never = || pod(&["init"], &["a"], RestartPolicy::Never);
+    for containers in [vec![], vec![ctr("x", "init", State::Exited, 2, 0, 5)]] {
+        let mut case = Case::new(never(), containers);
+        case.terminal = Some(PodPhase::Failed);
+        let s = case.status(None, NOW);
+        assert_eq!(s.phase, Some(PodPhase::Failed), "{s:?}");
+        let ready = cond(&s, PodConditionType::Ready);
+        assert_eq!(ready.status, ConditionStatus::False);
+        assert_eq!(ready.reason, "PodCompleted");
+    }
+    // Succeeded stays Succeeded, even with a container running again.
+    let mut case = Case::new(
+        pod(&[], &["a"], RestartPolicy::OnFailure),
+        vec![ctr("c2", "a", State::Running, 0, 1, 9)],
+    );
+    case.terminal = Some(PodPhase::Succeeded);
+    assert_eq!(case.status(None, NOW).phase, Some(PodPhase::Succeeded));
 }
