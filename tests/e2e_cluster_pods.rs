@@ -1258,7 +1258,8 @@ fn reboot_without_uplink_runs_every_cached_pod_and_catches_up() {
 
 /// What an operator does with plain kubectl: a Deployment and a DaemonSet pinned to the
 /// node, placed by the real scheduler and the controllers (no tolerations: the node
-/// must be Ready and untainted), reach their ready counts; scaled to zero and deleted,
+/// must be Ready and untainted; the default service account's `kube-api-access-*`
+/// volume, as every default pod has), reach their ready counts; scaled to zero and deleted,
 /// their pods stop on the node and leave the API.
 #[test]
 fn deployments_and_daemonsets_run_through_the_scheduler() {
@@ -1270,7 +1271,6 @@ fn deployments_and_daemonsets_run_through_the_scheduler() {
             "metadata": {"labels": {"app": app}},
             "spec": {
                 "nodeSelector": {"kubernetes.io/hostname": NODE},
-                "automountServiceAccountToken": false,
                 "terminationGracePeriodSeconds": 2,
                 "containers": [sh("main", "exec sleep 3600")]
             }
