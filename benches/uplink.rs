@@ -148,7 +148,7 @@ fn run() -> Result<(), String> {
         ctd.sandbox_image(),
         ctd.test_image(),
     )?;
-    let kubeconfig = cluster::kubeconfig_via(&kube, NODE, &relay.url(), &dir)?;
+    let kubeconfig = cluster::kubeconfig_via(&kube, NODE, &relay.url())?;
     join(&node.config, &kubeconfig)?;
     let pods = PodWatch::start(admin(&kube), NS);
     let b = Bench {

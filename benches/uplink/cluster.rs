@@ -8,10 +8,11 @@ use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// A copy of node `name`'s kubeconfig (mode 0600 kept) whose server is `url`.
-pub fn kubeconfig_via(kube: &Kube, name: &str, url: &str, dir: &Path) -> Result<PathBuf, String> {
+/// A copy of node `name`'s kubeconfig (mode 0600 kept) whose server is `url`, beside
+/// the original (its file paths are relative to its directory).
+pub fn kubeconfig_via(kube: &Kube, name: &str, url: &str) -> Result<PathBuf, String> {
     let id = kube.node_identity(name);
-    let path = dir.join("kubeconfig-relay");
+    let path = id.kubeconfig.with_file_name("kubeconfig-bench-relay");
     std::fs::copy(&id.kubeconfig, &path).map_err(|e| format!("{}: {e}", path.display()))?;
     // `kube.sh node-identity` names the cluster tinylet-test.
     let server = format!("--server={url}");
