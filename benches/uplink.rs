@@ -28,7 +28,8 @@
 //!    all Running and Ready in the API. 10 more; RSS at 50 pods; 50 pods idle for the
 //!    same window: CPU, threads, bytes, state-directory writes.
 //! 5. 5 containers killed one after the other (`ctr tasks kill -s SIGKILL`): from ctr
-//!    returning to `restartCount: 1` in the API.
+//!    returning to `restartCount: 1` in the API (target plegPeriod + 200 ms + the patch:
+//!    "ok" up to plegPeriod + 300 ms).
 //! 6. The 30 pods of phase 4 deleted (`kubectl delete`, the node's deletion handshake).
 //!    Reboot without uplink: relay cut, agent SIGKILLed, containerd rebooted (the
 //!    harness's `reboot`: containers and /run state gone), agent started: time until all
