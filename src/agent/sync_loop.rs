@@ -8,9 +8,11 @@
 //! a pod is removed only when its file is. When the loop holds the pod's last good
 //! spec, the damaged file goes to quarantine, that spec is written back in its place
 //! and the pod's status says so. When it holds none (the agent started with the file
-//! already damaged), the file is left where it is and the pod's containers are not
-//! taken for orphans (matched by namespace and name): they run unsupervised until the
-//! file is fixed (`apply`) or removed (`delete`), and the error log says so.
+//! already damaged) but the runtime has the pod, the file is left where it is and the
+//! pod's containers are not taken for orphans (matched by namespace and name): they run
+//! unsupervised until the file is fixed (`apply`) or removed (`delete`), and the error
+//! log says so once. When the runtime has nothing of it either, the file goes to
+//! quarantine like any bad file.
 //!
 //! A cluster pod the API server is deleting ([`Pod::terminating`]) is stopped by its
 //! worker with the deletion's grace period (a worker is started for it if it has none,
@@ -55,6 +57,8 @@ pub struct SyncLoop {
     /// `(namespace, name)` of pods whose desired file is damaged and whose spec the
     /// loop never had: their containers are kept, not removed as orphans.
     held: BTreeSet<(String, String)>,
+    /// [`Self::held`] as of the previous look at the store (a hold is logged once).
+    held_before: BTreeSet<(String, String)>,
 }
 
 impl SyncLoop {
@@ -69,6 +73,7 @@ impl SyncLoop {
             relist_failing: false,
             ready: false,
             held: BTreeSet::new(),
+            held_before: BTreeSet::new(),
         }
     }
 
@@ -190,7 +195,7 @@ impl SyncLoop {
     fn reconcile_desired(&mut self) {
         let found = self.ctx.store.borrow_mut().desired_pods_keeping_damaged();
         let mut desired = found.pods;
-        self.held.clear();
+        self.held_before = std::mem::take(&mut self.held);
         for d in found.damaged {
             self.damaged_pod(d, &mut desired);
         }
@@ -291,13 +296,7 @@ impl SyncLoop {
             !w.deleting && w.pod.metadata.namespace == *ns && w.pod.metadata.name == *name
         });
         let Some(w) = live else {
-            log::error!(
-                "{path}: {}; no good copy of pod {ns}/{name} is known, so the file stays \
-                 where it is and the pod's containers, if any, keep running unsupervised \
-                 until it is fixed (tinylet apply) or removed (tinylet delete pod {ns}/{name})",
-                d.reason
-            );
-            self.held.insert((d.namespace, d.name));
+            self.hold_or_quarantine(d);
             return;
         };
         let uid = &w.pod.metadata.uid;
@@ -323,6 +322,37 @@ impl SyncLoop {
                 d.reason
             ),
         }
+    }
+
+    /// A damaged pod file whose spec no worker holds. When the last relist saw nothing
+    /// of the pod (it never ran here, e.g. a file that was bad from the start), there is
+    /// nothing to protect: the file goes to quarantine. Otherwise (or before the first
+    /// relist) the pod is held: the file stays and its containers are not taken for
+    /// orphans. The error is logged when the hold starts, not at every look.
+    fn hold_or_quarantine(&mut self, d: DamagedPod) {
+        let (ns, name) = (&d.namespace, &d.name);
+        let on_runtime = |snap: &Snapshot| {
+            snap.values()
+                .flat_map(|r| &r.sandboxes)
+                .any(|s| s.namespace == *ns && s.name == *name)
+        };
+        if self.last.as_ref().is_some_and(|s| !on_runtime(s)) {
+            match self.ctx.store.borrow_mut().quarantine_pod_file(&d) {
+                Ok(_) => return,
+                Err(e) => log::error!("{}: cannot be quarantined: {e}", d.path.display()),
+            }
+        }
+        let key = (d.namespace.clone(), d.name.clone());
+        if !self.held_before.contains(&key) {
+            log::error!(
+                "{}: {}; no good copy of pod {ns}/{name} is known, so the file stays \
+                 where it is and the pod's containers keep running unsupervised until it \
+                 is fixed (tinylet apply) or removed (tinylet delete pod {ns}/{name})",
+                d.path.display(),
+                d.reason
+            );
+        }
+        self.held.insert(key);
     }
 
     /// Lists the runtime: the fingerprint and snapshot of what it holds, or `None` when
@@ -375,8 +405,13 @@ impl SyncLoop {
                     }
                 }
             }
+            let first = self.last.is_none();
             self.last = Some(snap);
             self.last_fingerprint = fp;
+            if first && !self.held.is_empty() {
+                // Held before the runtime was seen: those it holds nothing of go now.
+                self.reconcile_desired();
+            }
         }
         // Also with an unchanged snapshot: the workers may have changed.
         if let Some(snap) = self.last.take() {

@@ -8,7 +8,7 @@ use super::layout::{self, Kind};
 use super::quarantine::quarantine;
 use super::state_files::{self, Access, Found};
 use super::uid;
-use super::{fill_uid, Store};
+use super::{fill_uid, DamagedPod, Store};
 use crate::model::{Object, Pod};
 use std::path::PathBuf;
 
@@ -127,6 +127,41 @@ impl Store {
 }
 
 impl Store {
+    /// Moves the damaged pod file `d` to quarantine (it is checked again under the
+    /// directory's lock: a file fixed meanwhile stays); returns where it went. For a pod
+    /// of which nothing exists on the runtime, whose spec no one holds.
+    pub fn quarantine_pod_file(&mut self, d: &DamagedPod) -> Result<Option<PathBuf>, StoreError> {
+        self.check_writable()?;
+        let (Some(dir), Some(file)) = (d.path.parent(), d.path.file_name()) else {
+            return Ok(None);
+        };
+        let file = file.to_string_lossy().into_owned();
+        let tree = if dir == self.cluster.kind_dir(Kind::Pod) {
+            self.cluster.clone()
+        } else {
+            self.layout.clone()
+        };
+        let dir = tree.kind_dir(Kind::Pod);
+        let lock = atomic::open_dir(&dir).at(&dir)?;
+        atomic::lock_exclusive(&lock).at(&dir)?;
+        let reason = match state_files::read(&tree, Kind::Pod, &file)? {
+            Found::Bad { reason } => reason,
+            Found::Missing | Found::Valid(_) => return Ok(None),
+        };
+        let reason = format!(
+            "{reason}; nothing of pod {}/{} is on the runtime",
+            d.namespace, d.name
+        );
+        quarantine(
+            &self.layout.quarantine_dir(),
+            &dir,
+            &file,
+            Kind::Pod,
+            &reason,
+        )
+        .map(Some)
+    }
+
     /// Puts the last good spec of a pod whose desired file is damaged back in its place:
     /// the damaged file goes to quarantine and `pod` is written atomically where it was,
     /// under the directory lock, so the store heals and a later `delete` works as usual.
