@@ -77,13 +77,17 @@ fn a_300_mb_desired_file_is_quarantined_with_peak_rss_under_8_mib() {
     let pods = n.dir.join("state/desired/pods");
     let huge = pods.join(format!("{NS}_huge.json"));
     let head = serde_json::to_vec(&pod("huge", json!({"containers": []}))).unwrap();
-    std::fs::write(&huge, &head).unwrap();
+    // Made whole beside the directory, then moved in: the agent must never see the
+    // short head alone (a bad file of a pod it never ran goes to quarantine at once).
+    let staged = n.dir.join("state/huge.staged");
+    std::fs::write(&staged, &head).unwrap();
     std::fs::OpenOptions::new()
         .write(true)
-        .open(&huge)
+        .open(&staged)
         .unwrap()
         .set_len(300 << 20)
         .unwrap();
+    std::fs::rename(&staged, &huge).unwrap();
     let quarantine = n.dir.join("state/quarantine");
     let moved = wait_for("the 300 MB file quarantined", START, || {
         std::fs::read_dir(&quarantine)
