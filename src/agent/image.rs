@@ -20,7 +20,7 @@ use crate::kuberuntime::status::Waiting;
 use crate::model::container::PullPolicy;
 use crate::model::defaults::pull_policy_for;
 use crate::model::secret::pull_credentials;
-use crate::model::{Container, Pod, Secret};
+use crate::model::{Container, Pod, Reason, Secret};
 use std::time::{Duration, Instant};
 
 /// The image to run.
@@ -40,11 +40,8 @@ pub struct PullError {
     pub timed_out: bool,
 }
 
-fn waiting(reason: &str, message: String) -> Waiting {
-    Waiting {
-        reason: reason.into(),
-        message,
-    }
+fn waiting(reason: Reason, message: String) -> Waiting {
+    Waiting { reason, message }
 }
 
 /// The pull policy that applies to `c` (explicit, else kubelet's default for its image).
@@ -85,7 +82,7 @@ pub async fn ensure(
         Ok(p) => p,
         Err(e) => {
             return Err(waiting(
-                "ErrImageInspect",
+                Reason::ErrImageInspect,
                 format!("failed to inspect image \"{image}\": {e}"),
             ))
         }
@@ -99,7 +96,7 @@ pub async fn ensure(
         }
         (PullPolicy::Never, None) => {
             return Err(waiting(
-                "ErrImageNeverPull",
+                Reason::ErrImageNeverPull,
                 format!("Container image \"{image}\" is not present with pull policy of Never"),
             ))
         }
@@ -114,7 +111,7 @@ pub async fn ensure(
     if let Some(why) = not_now(ctx, image, local.is_some(), backoff.until(&key, now), now) {
         return match local {
             Some(id) => Ok(offline(id, why)),
-            None => Err(waiting("ImagePullBackOff", why)),
+            None => Err(waiting(Reason::ImagePullBackOff, why)),
         };
     }
     let timeout = match local {
@@ -145,7 +142,7 @@ pub async fn ensure(
         }
         (Err(e), None) => {
             backoff.fail(&key, now);
-            Err(waiting("ErrImagePull", e.message))
+            Err(waiting(Reason::ErrImagePull, e.message))
         }
     }
 }
@@ -184,7 +181,7 @@ fn not_now(
 fn invalid_name(image: &str) -> Result<(), Waiting> {
     crate::model::image_name::check(image).map_err(|why| {
         waiting(
-            "InvalidImageName",
+            Reason::InvalidImageName,
             format!("Failed to apply default image tag {image:?}: couldn't parse image name {image:?}: invalid reference format: {why}"),
         )
     })

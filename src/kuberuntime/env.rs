@@ -8,7 +8,7 @@ pub use super::expand::Env;
 use super::SyncError;
 use crate::model::container::{EnvVar, ResourceFieldSelector};
 use crate::model::projected::ServiceAccountTokenProjection;
-use crate::model::{ConfigMap, Container, Pod, Secret};
+use crate::model::{ConfigMap, Container, Pod, Reason, Secret};
 
 /// Lookups of the objects a pod refers to (implemented by the store): `name` in the
 /// pod's namespace, from the pod's own source (a cluster pod sees only the cluster's
@@ -87,7 +87,7 @@ pub fn container_env(
 }
 
 fn config_error(message: String) -> SyncError {
-    SyncError::new("CreateContainerConfigError", message)
+    SyncError::new(Reason::CreateContainerConfigError, message)
 }
 
 /// The value of a `valueFrom` variable; `None` when an optional source is missing.

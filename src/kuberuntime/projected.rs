@@ -15,7 +15,7 @@ use super::env::Objects;
 use super::SyncError;
 use crate::model::pod::KeyToPath;
 use crate::model::projected::{ProjectedVolumeSource, VolumeProjection};
-use crate::model::Pod;
+use crate::model::{Pod, Reason};
 
 /// The files of the projected volume `name` of `pod`.
 pub fn files(
@@ -29,7 +29,7 @@ pub fn files(
     for (i, s) in src.sources.iter().enumerate() {
         let fail = |what: &str, msg: String| {
             SyncError::new(
-                "CreateContainerConfigError",
+                Reason::CreateContainerConfigError,
                 format!("volume {name:?}: sources[{i}].{what}: {msg}"),
             )
         };

@@ -39,7 +39,7 @@ use super::{downward_api, projected, tmpfs, SyncError};
 use crate::cri::pb;
 use crate::model::container::VolumeMount;
 use crate::model::pod::{HostPathType, StorageMedium, Volume};
-use crate::model::{Container, Pod};
+use crate::model::{Container, Pod, Reason};
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
@@ -78,7 +78,7 @@ fn prepare_one(
 ) -> Result<(), SyncError> {
     let io_err = |what: &str, e: std::io::Error| {
         SyncError::new(
-            "CreateContainerConfigError",
+            Reason::CreateContainerConfigError,
             format!("volume {:?}: {what}: {e}", v.name),
         )
     };
@@ -137,7 +137,7 @@ fn volume_files(
     v: &Volume,
     objects: &dyn Objects,
 ) -> Result<Vec<FileProjection>, SyncError> {
-    let fail = |msg: String| SyncError::new("CreateContainerConfigError", msg);
+    let fail = |msg: String| SyncError::new(Reason::CreateContainerConfigError, msg);
     let mode = |m: Option<i32>| m.map_or(DEFAULT_MODE, |m| (m & 0o777) as u32);
     let (entries, items, default_mode) = if let Some(cm) = &v.config_map {
         match objects.configmap(pod, &cm.name) {
@@ -230,11 +230,15 @@ pub fn host_path(
     kind: HostPathType,
     allowed: &[PathBuf],
 ) -> Result<OwnedFd, SyncError> {
-    let refuse =
-        |why: String| SyncError::new("HostPathNotAllowed", format!("hostPath {path:?}: {why}"));
+    let refuse = |why: String| {
+        SyncError::new(
+            Reason::HostPathNotAllowed,
+            format!("hostPath {path:?}: {why}"),
+        )
+    };
     let config_error = |why: String| {
         SyncError::new(
-            "CreateContainerConfigError",
+            Reason::CreateContainerConfigError,
             format!("hostPath {path:?}: {why}"),
         )
     };
@@ -365,7 +369,7 @@ fn mount(
     let v = pod.spec.volumes.iter().find(|v| v.name == m.name);
     let v = v.ok_or_else(|| {
         SyncError::new(
-            "CreateContainerConfigError",
+            Reason::CreateContainerConfigError,
             format!("volume {:?} is not declared", m.name),
         )
     })?;
@@ -378,7 +382,7 @@ fn mount(
     };
     let fail = |what: String| {
         SyncError::new(
-            "CreateContainerConfigError",
+            Reason::CreateContainerConfigError,
             format!(
                 "failed to prepare subPath for volumeMount {:?} of container {:?}: {what}",
                 m.name, at.container

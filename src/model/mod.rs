@@ -17,6 +17,7 @@ mod nulls;
 pub mod pod;
 pub mod projected;
 pub mod quantity;
+pub mod reason;
 pub mod secret;
 mod serde_util;
 pub mod status;
@@ -30,6 +31,7 @@ pub use container::Container;
 pub use meta::ObjectMeta;
 pub use pod::{Pod, PodSpec};
 pub use quantity::Quantity;
+pub use reason::Reason;
 pub use secret::Secret;
 pub use status::PodStatus;
 
