@@ -49,6 +49,7 @@ pub mod pod_dir;
 pub mod projected;
 pub mod resources;
 pub mod status;
+pub mod teardown;
 pub mod termination;
 pub mod time;
 pub mod tmpfs;
