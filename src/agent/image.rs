@@ -14,13 +14,14 @@
 use super::backoff::Backoff;
 use super::context::Context;
 use crate::config::format_duration;
-use crate::cri::pb;
+use crate::cri::{pb, Code, CriError};
 use crate::gc::image_ref::registry_host;
 use crate::kuberuntime::status::Waiting;
 use crate::model::container::PullPolicy;
 use crate::model::defaults::pull_policy_for;
 use crate::model::secret::pull_credentials;
 use crate::model::{Container, Pod, Reason, Secret};
+use std::fmt;
 use std::time::{Duration, Instant};
 
 /// The image to run.
@@ -31,13 +32,33 @@ pub struct Ensured {
     pub offline: Option<String>,
 }
 
-/// A failed pull.
+/// A failed pull of an image: the runtime's error, with its gRPC code (its Display
+/// names the image, for logs and the pod's status).
 #[derive(Debug, Clone)]
 pub struct PullError {
-    /// What failed, naming the image (for logs and the pod's status).
-    pub message: String,
+    /// The image reference pulled.
+    pub image: String,
+    /// What the runtime said (of the last credential tried).
+    pub cause: CriError,
+}
+
+impl PullError {
     /// No answer within the deadline: the registry (or the way to it) hangs.
-    pub timed_out: bool,
+    pub fn timed_out(&self) -> bool {
+        self.cause.is_deadline_exceeded()
+    }
+}
+
+impl fmt::Display for PullError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "failed to pull image \"{}\": {}", self.image, self.cause)
+    }
+}
+
+impl std::error::Error for PullError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.cause)
+    }
 }
 
 fn waiting(reason: Reason, message: String) -> Waiting {
@@ -59,7 +80,7 @@ pub fn backoff_key(uid: &str, image: &str) -> String {
 pub fn note_outcome<T>(ctx: &Context, image: &str, result: &Result<T, PullError>) {
     let host = registry_host(image);
     match result {
-        Err(e) if e.timed_out => ctx.silent_registries.timed_out(host, Instant::now()),
+        Err(e) if e.timed_out() => ctx.silent_registries.timed_out(host, Instant::now()),
         _ => ctx.silent_registries.answered(host),
     }
 }
@@ -129,20 +150,20 @@ pub async fn ensure(
             })
         }
         (Err(e), Some(id)) => {
-            if !e.timed_out {
+            if !e.timed_out() {
                 backoff.fail(&key, now);
             }
             log::warn!(
                 "pod {}/{}: {}; running the local copy",
                 pod.metadata.namespace,
                 pod.metadata.name,
-                e.message
+                e
             );
-            Ok(offline(id, e.message))
+            Ok(offline(id, e.to_string()))
         }
         (Err(e), None) => {
             backoff.fail(&key, now);
-            Err(waiting(Reason::ErrImagePull, e.message))
+            Err(waiting(Reason::ErrImagePull, e.to_string()))
         }
     }
 }
@@ -220,10 +241,7 @@ pub async fn pull(
             })
             .collect()
     };
-    let mut last = PullError {
-        message: String::new(),
-        timed_out: false,
-    };
+    let mut last = None;
     for auth in attempts {
         log::info!(
             "pod {}/{}: pulling image {image} (within {})",
@@ -239,17 +257,20 @@ pub async fn pull(
         {
             Ok(r) => return Ok(r),
             Err(e) => {
-                last = PullError {
-                    message: format!("failed to pull image \"{image}\": {e}"),
-                    timed_out: e.is_deadline_exceeded(),
-                };
-                if last.timed_out {
+                let timed_out = e.is_deadline_exceeded();
+                last = Some(e);
+                if timed_out {
                     break;
                 }
             }
         }
     }
-    Err(last)
+    // There is always one attempt at least (anonymous).
+    let cause = last.unwrap_or_else(|| CriError::new(Code::Unknown, "", "no pull attempted"));
+    Err(PullError {
+        image: image.to_string(),
+        cause,
+    })
 }
 
 #[cfg(test)]

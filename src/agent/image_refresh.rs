@@ -144,11 +144,11 @@ impl Offline {
                 let delay = pulls.fail(&key, Instant::now());
                 log::info!(
                     "pod {ns}/{name}: {} (again in {})",
-                    e.message,
+                    e,
                     crate::config::format_duration(delay)
                 );
                 for n in names {
-                    self.containers.insert(n, e.message.clone());
+                    self.containers.insert(n, e.to_string());
                 }
             }
         }
