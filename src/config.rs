@@ -40,6 +40,7 @@ pub const DEFAULT_CONFIG_PATH: &str = "/etc/tinylet/config.json";
 /// A config file larger than this is refused unread (real ones are a few KiB).
 pub const MAX_CONFIG_BYTES: usize = 1 << 20;
 
+/// The agent's config (JSON, camelCase; every field has a default).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct Config {
@@ -84,8 +85,10 @@ pub struct Config {
     pub seccomp_profile_root: PathBuf,
     /// Host resolv.conf used for dnsPolicy ClusterFirst/Default.
     pub resolv_conf: PathBuf,
+    /// Image garbage collection.
     #[serde(rename = "imageGC")]
     pub image_gc: ImageGcConfig,
+    /// Container garbage collection.
     #[serde(rename = "containerGC")]
     pub container_gc: ContainerGcConfig,
     /// A container's CRI log is rotated when it reaches this size.
@@ -103,6 +106,7 @@ pub struct Config {
     pub api_server: Option<ApiServerConfig>,
 }
 
+/// When and how images are garbage-collected.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct ImageGcConfig {
@@ -123,6 +127,7 @@ pub struct ImageGcConfig {
     pub pinned_images: Vec<String>,
 }
 
+/// When and how dead containers are garbage-collected.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct ContainerGcConfig {

@@ -21,6 +21,7 @@ pub enum Deadline {
     None,
     /// Not reached; it is at this wall-clock time.
     At(SystemTime),
+    /// Reached: the pod has failed.
     Exceeded,
 }
 

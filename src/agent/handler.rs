@@ -16,6 +16,7 @@ use std::time::Duration;
 /// The container a handler acts on.
 #[derive(Debug, Clone, Default)]
 pub struct Target {
+    /// The runtime id of the container (for exec).
     pub container_id: String,
     /// Where httpGet and tcpSocket go when the handler names no host: the pod's IP.
     pub pod_ip: String,

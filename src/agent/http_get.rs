@@ -19,7 +19,9 @@ const MAX_HEAD: usize = 4096;
 /// One request: where it goes and what it says.
 #[derive(Debug, Clone)]
 pub struct Get<'a> {
+    /// Where the request goes.
     pub addr: SocketAddr,
+    /// The request path.
     pub path: &'a str,
     /// Extra headers (name, value) from the manifest.
     pub headers: &'a [(String, String)],

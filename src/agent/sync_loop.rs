@@ -42,6 +42,8 @@ struct WorkerHandle {
     deleting: bool,
 }
 
+/// The agent's main loop: reads the desired pods, relists the runtime, runs one worker per
+/// pod and the housekeeping.
 pub struct SyncLoop {
     ctx: Rc<Context>,
     workers: BTreeMap<String, WorkerHandle>,
@@ -58,6 +60,7 @@ pub struct SyncLoop {
 }
 
 impl SyncLoop {
+    /// A loop with no pods yet.
     pub fn new(ctx: Rc<Context>) -> SyncLoop {
         SyncLoop {
             housekeeping: Housekeeping::new(&ctx),

@@ -11,6 +11,7 @@ use std::io::Write;
 
 const VALUE_OPTS: &[&str] = &["config", "state-dir", "c", "container", "timeout"];
 
+/// `tinylet exec NS/NAME [-c CONTAINER] -- CMD...`: runs a command in a container.
 pub fn run(words: &[String]) -> Result<(), CliError> {
     let args = Args::parse(words, VALUE_OPTS)?;
     args.only(VALUE_OPTS)?;

@@ -17,6 +17,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 
+/// `tinylet run`: runs the agent until the process is stopped.
 pub fn run(words: &[String]) -> Result<(), CliError> {
     let args = Args::parse(words, GLOBAL_VALUE_OPTS)?;
     args.only(GLOBAL_VALUE_OPTS)?;

@@ -39,7 +39,9 @@ pub struct ApiServerConfig {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct Taint {
+    /// The taint's key.
     pub key: String,
+    /// The taint's value (may be empty).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub value: String,
     /// `NoSchedule`, `PreferNoSchedule` or `NoExecute`.

@@ -19,11 +19,15 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// What one pass did.
 #[derive(Debug, Default)]
 pub struct ContainerGcReport {
+    /// Ids of the containers removed.
     pub removed_containers: Vec<String>,
+    /// Ids of the sandboxes removed.
     pub removed_sandboxes: Vec<String>,
     /// Container log files removed with their containers, and their bytes.
     pub removed_logs: Vec<PathBuf>,
+    /// The bytes of those.
     pub log_bytes_freed: u64,
+    /// What the sweep of leftover pod directories did.
     pub leftovers: LeftoverReport,
     /// Containers or sandboxes whose removal failed (id, reason); retried next pass.
     pub failed: Vec<(String, String)>,

@@ -31,7 +31,9 @@ pub fn is_leftover(uid: &str, desired: &HashSet<&str>, sandbox_uids: &HashSet<&s
 /// What a leftover sweep did.
 #[derive(Debug, Default)]
 pub struct LeftoverReport {
+    /// The directories (and mounts) removed.
     pub removed: Vec<PathBuf>,
+    /// Bytes freed.
     pub bytes_freed: u64,
     /// Directories that could not be removed (retried next pass), with the reason.
     pub failed: Vec<(PathBuf, String)>,

@@ -88,6 +88,7 @@ pub struct RotationReport {
     pub rotated: Vec<PathBuf>,
     /// Old rotated files deleted, and their bytes.
     pub removed: Vec<PathBuf>,
+    /// The bytes of those.
     pub bytes_removed: u64,
     /// Containers whose rotation failed this pass (retried next pass): id and reason.
     pub failed: Vec<(String, String)>,
@@ -102,6 +103,7 @@ pub struct LogRotator {
 }
 
 impl LogRotator {
+    /// A rotator keeping logs under `max_size` bytes and `max_files` files per container.
     pub fn new(max_size: u64, max_files: u32) -> Self {
         LogRotator {
             max_size,

@@ -14,7 +14,9 @@ use crate::model::{ConfigMap, Container, Pod, Reason, Secret};
 /// pod's namespace, from the pod's own source (a cluster pod sees only the cluster's
 /// objects, a local pod only the device's; see [`crate::model::pod::Source`]).
 pub trait Objects {
+    /// The configMap `name` in the pod's namespace, if there is one.
     fn configmap(&self, pod: &Pod, name: &str) -> Option<ConfigMap>;
+    /// The secret `name` in the pod's namespace, if there is one.
     fn secret(&self, pod: &Pod, name: &str) -> Option<Secret>;
 
     /// The service-account token a projected `serviceAccountToken` source of `pod`
@@ -36,8 +38,11 @@ pub trait Objects {
 /// Runtime facts a `fieldRef` can ask for.
 #[derive(Debug, Clone, Default)]
 pub struct PodFacts {
+    /// The node's name (`spec.nodeName`).
     pub node_name: String,
+    /// The host's IP (`status.hostIP`).
     pub host_ip: String,
+    /// The pod's IP (`status.podIP`).
     pub pod_ip: String,
 }
 

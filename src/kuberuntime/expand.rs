@@ -81,6 +81,7 @@ impl Env {
         &self.vars
     }
 
+    /// The variables, in order, as `(name, value)`.
     pub fn into_vars(self) -> Vec<(String, String)> {
         self.vars
     }

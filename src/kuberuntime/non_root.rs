@@ -12,7 +12,9 @@ use crate::model::{Container, Pod};
 /// The user an image runs as, from CRI ImageStatus (`uid`, else `username`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ImageUser {
+    /// The image's numeric user, if it names one.
     pub uid: Option<i64>,
+    /// The image's user name, if it names one by name.
     pub username: String,
 }
 

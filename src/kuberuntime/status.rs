@@ -33,12 +33,17 @@ pub struct Waiting {
     pub message: String,
 }
 
+/// What [`pod_status`] computes the status from.
 pub struct StatusInput<'a> {
+    /// The pod's spec.
     pub pod: &'a Pod,
+    /// What the runtime shows of it.
     pub observed: &'a ObservedPod,
     /// By container name.
     pub waiting: &'a BTreeMap<String, Waiting>,
+    /// The status written last, if any.
     pub previous: Option<&'a PodStatus>,
+    /// The host's IP (`status.hostIP`).
     pub host_ip: &'a str,
     /// Runtime name for container ids (`containerd://ID`).
     pub runtime_name: &'a str,

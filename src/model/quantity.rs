@@ -71,6 +71,7 @@ impl Quantity {
         })
     }
 
+    /// Whether the quantity is zero.
     pub fn is_zero(&self) -> bool {
         self.nanos == 0
     }

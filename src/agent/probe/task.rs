@@ -18,9 +18,13 @@ use std::time::{Duration, Instant};
 /// A probe's result changed.
 #[derive(Debug, Clone)]
 pub struct Event {
+    /// The container's name.
     pub container: String,
+    /// The container's runtime id.
     pub container_id: String,
+    /// Which probe.
     pub kind: Kind,
+    /// It succeeds now.
     pub ok: bool,
     /// Why the last attempt failed ("" on success).
     pub detail: String,
@@ -28,9 +32,13 @@ pub struct Event {
 
 /// What one probe task needs.
 pub struct ProbeRun {
+    /// Which probe.
     pub kind: Kind,
+    /// The probe's spec.
     pub probe: Probe,
+    /// The container it acts on.
     pub target: Target,
+    /// The container's name.
     pub container: String,
     /// `namespace/name`, for logs.
     pub pod: String,
