@@ -29,6 +29,7 @@ pub struct Firmware {
 }
 
 impl Firmware {
+    /// The firmware manifests in `dirs`.
     pub fn new(dirs: Vec<PathBuf>) -> Firmware {
         Firmware {
             dirs,
@@ -37,6 +38,7 @@ impl Firmware {
         }
     }
 
+    /// The directories read.
     pub fn dirs(&self) -> &[PathBuf] {
         &self.dirs
     }

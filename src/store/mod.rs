@@ -128,9 +128,13 @@ pub struct DesiredPods {
 /// A desired pod file that cannot be used, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DamagedPod {
+    /// The pod's namespace.
     pub namespace: String,
+    /// The pod's name.
     pub name: String,
+    /// The file.
     pub path: PathBuf,
+    /// Why it cannot be used.
     pub reason: String,
 }
 
@@ -142,7 +146,9 @@ const CLUSTER_WATCH: usize = STATUS_WATCH + 1;
 /// An object as the agent should see it, with its origin.
 #[derive(Debug, Clone)]
 pub struct Entry {
+    /// The object.
     pub object: Object,
+    /// Where it came from.
     pub origin: Origin,
 }
 
