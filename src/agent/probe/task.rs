@@ -7,7 +7,7 @@
 
 use super::state::{Kind, ProbeState};
 use crate::agent::context::Context;
-use crate::agent::handler::{self, Target};
+use crate::agent::handler::{self, HandlerError, Target};
 use crate::model::container::Probe;
 use smol::channel::Sender;
 use smol::stream::StreamExt;
@@ -85,7 +85,7 @@ async fn probe_loop(ctx: Rc<Context>, run: ProbeRun, tx: Sender<Event>) {
                 container_id: run.target.container_id.clone(),
                 kind: run.kind,
                 ok,
-                detail: outcome.err().unwrap_or_default(),
+                detail: outcome.err().map(|e| e.to_string()).unwrap_or_default(),
             };
             if tx.send(ev).await.is_err() {
                 return;
@@ -98,7 +98,12 @@ async fn probe_loop(ctx: Rc<Context>, run: ProbeRun, tx: Sender<Event>) {
 }
 
 /// One attempt of the probe's handler.
-async fn attempt(ctx: &Context, p: &Probe, t: &Target, timeout: Duration) -> Result<(), String> {
+async fn attempt(
+    ctx: &Context,
+    p: &Probe,
+    t: &Target,
+    timeout: Duration,
+) -> Result<(), HandlerError> {
     if let Some(e) = &p.exec {
         handler::exec(ctx, t, &e.command, timeout).await
     } else if let Some(h) = &p.http_get {
@@ -107,6 +112,6 @@ async fn attempt(ctx: &Context, p: &Probe, t: &Target, timeout: Duration) -> Res
         handler::tcp_socket(t, s, timeout).await
     } else {
         // Validation refuses grpc probes and probes without a handler.
-        Err("the probe has no handler tinylet runs (exec, httpGet, tcpSocket)".into())
+        Err(HandlerError::NoProbeHandler)
     }
 }
