@@ -64,7 +64,7 @@ fn source(
         out.extend(keys(&entries, &c.items, mode).map_err(|e| (what, e))?);
     } else if let Some(d) = &s.downward_api {
         let files = super::downward_api::files(pod, &d.items, mode);
-        out.extend(files.map_err(|e| ("downwardAPI", e))?);
+        out.extend(files.map_err(|e| ("downwardAPI", e.to_string()))?);
     } else if let Some(t) = &s.service_account_token {
         let token = objects
             .service_account_token(pod, t)

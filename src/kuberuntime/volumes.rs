@@ -274,8 +274,13 @@ pub fn host_path(
             config_error(beneath::describe(&e))
         }
     })?;
-    check_type(fd.as_fd(), kind).map_err(config_error)?;
-    Ok(fd)
+    match is_of_type(fd.as_fd(), kind) {
+        Ok(true) => Ok(fd),
+        Ok(false) => Err(config_error(format!(
+            "is not a {kind:?} (or does not exist)"
+        ))),
+        Err(e) => Err(config_error(e.to_string())),
+    }
 }
 
 /// The canonical allowed prefix `path` (normalised) is at or below, and the rest of it.
@@ -317,22 +322,17 @@ fn open_host_path(root: BorrowedFd<'_>, rest: &Path, kind: HostPathType) -> io::
 }
 
 /// Whether the opened object is of the hostPath's `type`.
-fn check_type(fd: BorrowedFd<'_>, kind: HostPathType) -> Result<(), String> {
+fn is_of_type(fd: BorrowedFd<'_>, kind: HostPathType) -> io::Result<bool> {
     use rustix::fs::FileType as T;
-    let t = beneath::file_type(fd).map_err(|e| e.to_string())?;
-    let ok = match kind {
+    let t = beneath::file_type(fd)?;
+    Ok(match kind {
         HostPathType::Unset => true,
         HostPathType::Directory | HostPathType::DirectoryOrCreate => t == T::Directory,
         HostPathType::File | HostPathType::FileOrCreate => t == T::RegularFile,
         HostPathType::Socket => t == T::Socket,
         HostPathType::CharDevice => t == T::CharacterDevice,
         HostPathType::BlockDevice => t == T::BlockDevice,
-    };
-    if ok {
-        Ok(())
-    } else {
-        Err(format!("is not a {kind:?} (or does not exist)"))
-    }
+    })
 }
 
 /// The CRI mounts of container `c`; `env` is its environment (for `subPathExpr`).

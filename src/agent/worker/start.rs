@@ -265,7 +265,7 @@ impl Worker {
             };
         }
         non_root::verify(&self.pod, c, &user)
-            .map_err(|m| SyncError::new(Reason::CreateContainerConfigError, m))
+            .map_err(|e| SyncError::new(Reason::CreateContainerConfigError, e.to_string()))
     }
 
     /// A fresh termination-message file for the container's next instance, or `None`
