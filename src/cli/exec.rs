@@ -54,7 +54,7 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
         .value(&["timeout"])
         .map(crate::config::parse_duration)
         .transpose()
-        .map_err(CliError::usage)?;
+        .map_err(|e| CliError::usage(e.to_string()))?;
     let cri = CriClient::from_config(&cfg).map_err(|e| CliError::usage(e.to_string()))?;
     let uid = pod.metadata.uid.clone();
     let cmd = args.rest.clone();
