@@ -1,3 +1,4 @@
+// About 500 lines: the config, its defaults, loading and checks (~400), then its tests.
 //! The agent's configuration: one JSON file with camelCase keys in kubelet's style.
 //!
 //! Every field has a default, so `{}` is a valid config. Durations are strings in Go's

@@ -1,3 +1,5 @@
+// Over 500 lines: every case of volumes.rs (configMap, secret, projected, emptyDir, hostPath,
+// subPath binds), sharing the fixtures below.
 use super::*;
 use crate::model::pod::{
     ConfigMapVolumeSource, EmptyDirVolumeSource, HostPathVolumeSource, KeyToPath,
