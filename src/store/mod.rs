@@ -1,3 +1,5 @@
+// Over 500 lines: the one Store facade (open, list, get, watch, status, notify), each
+// method delegating to a submodule; its first 90 lines are the module doc.
 //! The flat-file store: desired objects (pods, configmaps, secrets) and pod status
 //! files, each in its own JSON file, written atomically.
 //!
