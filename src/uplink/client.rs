@@ -1,3 +1,4 @@
+// Over 500 lines with its tests (about 490 of code): the API verbs share one request path.
 //! [`ApiClient`]: the Kubernetes API verbs the node needs, as JSON over the one HTTP/2
 //! connection: get/list, create (POST), update (PUT), patch (merge and strategic merge,
 //! on an object or its `status`), delete (with DeleteOptions) and watch.

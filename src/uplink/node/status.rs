@@ -1,3 +1,4 @@
+// Over 500 lines with its tests (about 330 of code).
 //! The Node's `status` as kubelet v1.20 reports it, built from what the agent observed:
 //! capacity and allocatable, the four conditions with kubelet's reasons and messages,
 //! addresses, nodeInfo and daemonEndpoints. Pure: the caller observes, this file decides
