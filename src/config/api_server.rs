@@ -83,7 +83,7 @@ impl ApiServerConfig {
         }
         if !self.node_name.is_empty() {
             if let Err(e) = crate::model::validate::dns1123_subdomain(&self.node_name) {
-                return err("nodeName", e);
+                return err("nodeName", e.to_string());
             }
             if !top_node_name.is_empty() && top_node_name != self.node_name {
                 return err(
