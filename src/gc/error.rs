@@ -59,7 +59,7 @@ impl fmt::Display for GcError {
             GcError::LogPath(path, why) => return write!(f, "{}: {why}", path.display()),
         };
         if doing.is_empty() {
-            write!(f, "{source}")
+            source.fmt(f)
         } else {
             write!(f, "{doing}: {source}")
         }

@@ -64,7 +64,7 @@ pub enum HandlerError {
 impl fmt::Display for HandlerError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            HandlerError::Exec(e) => write!(f, "{e}"),
+            HandlerError::Exec(e) => fmt::Display::fmt(e, f),
             HandlerError::ExitStatus { code, output } => write!(f, "exit status {code}: {output}"),
             HandlerError::NoPortNamed(name) => {
                 write!(f, "the container has no port named {name:?}")
@@ -72,7 +72,7 @@ impl fmt::Display for HandlerError {
             HandlerError::PortOutOfRange(port) => write!(f, "port {port} is not 1-65535"),
             HandlerError::NoPodIp => f.write_str("the pod has no IP address yet"),
             HandlerError::HostNotIp(h) => write!(f, "host {h:?} is not an IP address"),
-            HandlerError::Http(e) => write!(f, "{e}"),
+            HandlerError::Http(e) => fmt::Display::fmt(e, f),
             HandlerError::HttpStatus { addr, path, code } => {
                 write!(f, "HTTP GET {addr}{path} answered {code}")
             }

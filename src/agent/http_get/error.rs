@@ -53,8 +53,8 @@ pub enum ReadError {
 impl fmt::Display for ReadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ReadError::Io(e) => write!(f, "{e}"),
-            ReadError::Bad(e) => write!(f, "{e}"),
+            ReadError::Io(e) => fmt::Display::fmt(e, f),
+            ReadError::Bad(e) => fmt::Display::fmt(e, f),
         }
     }
 }
