@@ -34,6 +34,4 @@ pub mod rt;
 pub mod sdnotify;
 pub mod store;
 #[cfg(feature = "uplink")]
-// Its docs on public items are not complete yet (other work is changing it now).
-#[allow(missing_docs)]
 pub mod uplink;

@@ -14,13 +14,16 @@ use std::collections::BTreeMap;
 /// Why a bound pod is not run, and what the API is to show for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {
+    /// The pod's `status.reason`.
     pub reason: &'static str,
+    /// The pod's `status.message`.
     pub message: String,
 }
 
 /// One bound pod.
 #[derive(Debug, Clone, Default)]
 pub struct Known {
+    /// The pod's uid.
     pub uid: String,
     /// In the store's cluster tree: the node runs it.
     pub cached: bool,
@@ -37,6 +40,7 @@ pub struct Known {
 pub struct Bound(RefCell<BTreeMap<PodName, Known>>);
 
 impl Bound {
+    /// The entry of `name`, if any.
     pub fn get(&self, name: &PodName) -> Option<Known> {
         self.0.borrow().get(name).cloned()
     }
@@ -46,6 +50,7 @@ impl Bound {
         f(self.0.borrow_mut().entry(name.clone()).or_default())
     }
 
+    /// Forgets `name`; returns its entry.
     pub fn remove(&self, name: &PodName) -> Option<Known> {
         self.0.borrow_mut().remove(name)
     }
