@@ -148,12 +148,33 @@ fn mix(mut x: u64) -> u64 {
 }
 
 /// Decodes the items of a list answer; the error names the first bad item.
-pub fn decode<M: prost::Message + Default>(items: &[Bytes]) -> Result<Vec<M>, String> {
+pub fn decode<M: prost::Message + Default>(items: &[Bytes]) -> Result<Vec<M>, BadItem> {
     items
         .iter()
         .enumerate()
-        .map(|(i, b)| M::decode(b.clone()).map_err(|e| format!("item {i}: {e}")))
+        .map(|(index, b)| M::decode(b.clone()).map_err(|source| BadItem { index, source }))
         .collect()
+}
+
+/// An item of a list answer that does not decode: its index and prost's error.
+#[derive(Debug)]
+pub struct BadItem {
+    /// Its index in the list.
+    pub index: usize,
+    /// Why it does not decode.
+    pub source: prost::DecodeError,
+}
+
+impl std::fmt::Display for BadItem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "item {}: {}", self.index, self.source)
+    }
+}
+
+impl std::error::Error for BadItem {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
 }
 
 /// Builds a snapshot from the two list answers. Objects without our UID label are skipped.
