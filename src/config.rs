@@ -1,3 +1,4 @@
+// About 500 lines: the config, its defaults, loading and checks (~400), then its tests.
 //! The agent's configuration: one JSON file with camelCase keys in kubelet's style.
 //!
 //! Every field has a default, so `{}` is a valid config. Durations are strings in Go's
@@ -5,9 +6,13 @@
 //! quantities (`"10Mi"`, `"1G"`) or a plain number of bytes. Unknown keys are refused, so
 //! a typo in a board config is an error rather than a silently ignored setting.
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+mod units;
+use units::{bytes, duration};
+pub use units::{format_duration, parse_duration, parse_size, BadDuration, BadSize};
 
 #[cfg(feature = "uplink")]
 mod api_server;
@@ -22,14 +27,14 @@ pub struct ApiServerConfig;
 
 #[cfg(not(feature = "uplink"))]
 impl<'de> Deserialize<'de> for ApiServerConfig {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         serde::de::IgnoredAny::deserialize(d).map(|_| ApiServerConfig)
     }
 }
 
 #[cfg(not(feature = "uplink"))]
 impl Serialize for ApiServerConfig {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_unit()
     }
 }
@@ -40,6 +45,7 @@ pub const DEFAULT_CONFIG_PATH: &str = "/etc/tinylet/config.json";
 /// A config file larger than this is refused unread (real ones are a few KiB).
 pub const MAX_CONFIG_BYTES: usize = 1 << 20;
 
+/// The agent's config (JSON, camelCase; every field has a default).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct Config {
@@ -84,8 +90,10 @@ pub struct Config {
     pub seccomp_profile_root: PathBuf,
     /// Host resolv.conf used for dnsPolicy ClusterFirst/Default.
     pub resolv_conf: PathBuf,
+    /// Image garbage collection.
     #[serde(rename = "imageGC")]
     pub image_gc: ImageGcConfig,
+    /// Container garbage collection.
     #[serde(rename = "containerGC")]
     pub container_gc: ContainerGcConfig,
     /// A container's CRI log is rotated when it reaches this size.
@@ -103,6 +111,7 @@ pub struct Config {
     pub api_server: Option<ApiServerConfig>,
 }
 
+/// When and how images are garbage-collected.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct ImageGcConfig {
@@ -123,6 +132,7 @@ pub struct ImageGcConfig {
     pub pinned_images: Vec<String>,
 }
 
+/// When and how dead containers are garbage-collected.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct ContainerGcConfig {
@@ -384,122 +394,6 @@ fn failing_field<T: serde::de::DeserializeOwned>(
     })
 }
 
-/// Parses a Go-style duration: `1h2m3s`, `500ms`, `1.5s`, `250us`, `0`.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let bad = || format!("expected a duration like \"1s\", \"500ms\" or \"2m0s\", got {s:?}");
-    let mut rest = s.trim();
-    if rest == "0" {
-        return Ok(Duration::ZERO);
-    }
-    if rest.is_empty() {
-        return Err(bad());
-    }
-    let mut total_nanos: f64 = 0.0;
-    while !rest.is_empty() {
-        let num_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(bad)?;
-        if num_len == 0 {
-            return Err(bad());
-        }
-        let value: f64 = rest[..num_len].parse().map_err(|_| bad())?;
-        rest = &rest[num_len..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let scale = match &rest[..unit_len] {
-            "ns" => 1.0,
-            "us" | "µs" => 1e3,
-            "ms" => 1e6,
-            "s" => 1e9,
-            "m" => 60e9,
-            "h" => 3600e9,
-            _ => return Err(bad()),
-        };
-        rest = &rest[unit_len..];
-        total_nanos += value * scale;
-    }
-    if !total_nanos.is_finite() || total_nanos > u64::MAX as f64 {
-        return Err(bad());
-    }
-    Ok(Duration::from_nanos(total_nanos as u64))
-}
-
-/// Formats a duration the way `parse_duration` reads it back (`1m30s`, `500ms`).
-pub fn format_duration(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms == 0 {
-        return "0s".into();
-    }
-    if ms % 1000 != 0 {
-        return format!("{ms}ms");
-    }
-    let (h, m, s) = (ms / 3_600_000, (ms / 60_000) % 60, (ms / 1000) % 60);
-    let mut out = String::new();
-    if h > 0 {
-        out += &format!("{h}h");
-    }
-    if m > 0 {
-        out += &format!("{m}m");
-    }
-    if s > 0 || out.is_empty() {
-        out += &format!("{s}s");
-    }
-    out
-}
-
-/// Parses a byte size: a Kubernetes quantity (`"10Mi"`, `"1G"`, `"1e3"`, or a plain
-/// number of bytes) that is a whole, non-negative number of bytes.
-pub fn parse_size(s: &str) -> Result<u64, String> {
-    let bad = || format!("expected a byte size like \"10Mi\", \"1G\" or 4096, got {s:?}");
-    let q = crate::model::Quantity::parse(s.trim()).map_err(|e| format!("{}: {e}", bad()))?;
-    if q.nanos() < 0 || q.nanos() % 1_000_000_000 != 0 {
-        return Err(bad());
-    }
-    u64::try_from(q.value()).map_err(|_| bad())
-}
-
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum NumOrStr {
-    Num(f64),
-    Str(String),
-}
-
-mod duration {
-    use super::*;
-    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&format_duration(*d))
-    }
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        match NumOrStr::deserialize(d)? {
-            NumOrStr::Num(n) if n >= 0.0 && n.is_finite() && n < 1e12 => {
-                Ok(Duration::from_secs_f64(n))
-            }
-            NumOrStr::Num(n) => Err(serde::de::Error::custom(format!(
-                "expected a non-negative number of seconds, got {n}"
-            ))),
-            NumOrStr::Str(s) => parse_duration(&s).map_err(serde::de::Error::custom),
-        }
-    }
-}
-
-mod bytes {
-    use super::*;
-    pub fn serialize<S: Serializer>(b: &u64, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_u64(*b)
-    }
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-        match NumOrStr::deserialize(d)? {
-            NumOrStr::Num(n) if n >= 0.0 && n.fract() == 0.0 && n < u64::MAX as f64 => Ok(n as u64),
-            NumOrStr::Num(n) => Err(serde::de::Error::custom(format!(
-                "expected a whole number of bytes, got {n}"
-            ))),
-            NumOrStr::Str(s) => parse_size(&s).map_err(serde::de::Error::custom),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -525,26 +419,6 @@ mod tests {
         assert_eq!(c.container_gc.period, Duration::from_secs(30));
         // What check-config prints parses back to the same config.
         assert_eq!(Config::parse(&c.to_pretty_json()).unwrap(), c);
-    }
-
-    #[test]
-    fn durations_and_sizes() {
-        assert_eq!(parse_duration("2m0s").unwrap(), Duration::from_secs(120));
-        assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
-        assert_eq!(parse_duration("1h2m3s").unwrap(), Duration::from_secs(3723));
-        assert!(parse_duration("5 minutes").is_err());
-        assert!(parse_duration("").is_err());
-        assert_eq!(format_duration(Duration::from_secs(3723)), "1h2m3s");
-        assert_eq!(format_duration(Duration::from_millis(1500)), "1500ms");
-        assert_eq!(parse_size("10Mi").unwrap(), 10 << 20);
-        assert_eq!(parse_size("1G").unwrap(), 1_000_000_000);
-        assert!(parse_size("10MB").is_err());
-        assert!(parse_size("99999999999Ei").is_err());
-        assert_eq!(parse_size("1e3").unwrap(), 1000);
-        assert_eq!(parse_size("0.5Ki").unwrap(), 512);
-        assert!(parse_size("-1").is_err());
-        assert!(parse_size("1.5").is_err());
-        assert!(parse_size("500m").is_err());
     }
 
     #[test]

@@ -20,6 +20,7 @@
 //! No `unsafe` anywhere (forbidden below): system calls go through rustix's safe API.
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod agent;
 pub mod cli;

@@ -7,7 +7,7 @@
 use bytes::{BufMut, Bytes, BytesMut};
 use libfuzzer_sys::fuzz_target;
 use prost::Message;
-use tinylet::cri::list_items::items;
+use tinylet::cri::list_items::{items, Malformed};
 use tinylet::cri::pb;
 
 fn put_varint(out: &mut BytesMut, mut v: u64) {
@@ -29,7 +29,7 @@ fuzz_target!(|data: &[u8]| {
             // skipped by prost and refused here.
             if decoded.is_ok() {
                 assert!(
-                    e.contains("wire type 3") || e.contains("wire type 4"),
+                    matches!(e, Malformed::WireType { wire: 3 | 4, .. }),
                     "{e}"
                 );
             }

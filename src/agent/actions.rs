@@ -24,7 +24,9 @@ use std::time::SystemTime;
 
 /// The desired spec's hashes, computed by the caller (kuberuntime's hash functions).
 pub struct Desired<'a> {
+    /// The pod as desired.
     pub pod: &'a Pod,
+    /// Hash of its sandbox spec.
     pub sandbox_hash: &'a str,
     /// Hash of a container spec (init or app).
     pub container_hash: &'a dyn Fn(&Container) -> String,
@@ -38,13 +40,18 @@ pub struct Desired<'a> {
 /// Why a container is (re)started; shown in logs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StartReason {
+    /// Its first instance.
     FirstStart,
+    /// The last instance exited (and the restart policy restarts it).
     Exited {
+        /// The exit code of that instance.
         exit_code: i32,
     },
+    /// The spec changed since the running instance was made.
     SpecChanged,
     /// The registry's image for its reference differs from the one it ran.
     ImageChanged,
+    /// The pod's sandbox was made anew: every container starts again in it.
     SandboxRecreated,
     /// Its last instance was made but never started and cannot be started now (too old,
     /// in an old sandbox, or of an older spec): a new one replaces it.
@@ -52,28 +59,38 @@ pub enum StartReason {
     /// Made earlier and never started, container `id` is started as it is (see the
     /// module doc); only in [`PodActions::resume`].
     Made {
+        /// The container made earlier.
         id: String,
     },
 }
 
+/// A container instance to make and start.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Start {
     /// Index into `spec.initContainers` (when `init`) or `spec.containers`.
     pub index: usize,
+    /// An init container (else an app container).
     pub init: bool,
+    /// The container's name.
     pub name: String,
     /// The restart count the new instance gets (its CRI attempt).
     pub restart_count: u32,
+    /// Why it is (re)started.
     pub reason: StartReason,
 }
 
+/// A container instance to stop (or remove).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Kill {
+    /// Its runtime id.
     pub id: String,
+    /// The container's name.
     pub name: String,
+    /// Why, for the log.
     pub reason: String,
 }
 
+/// What one sync of a pod does to the runtime, in the order of its fields.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PodActions {
     /// Stop every container and sandbox of the pod before anything else.
@@ -82,6 +99,7 @@ pub struct PodActions {
     pub create_sandbox: Option<u32>,
     /// The ready sandbox to start containers in when none is created.
     pub sandbox_id: Option<String>,
+    /// Running containers to stop (spec changed, image changed, done pod, ...).
     pub kill: Vec<Kill>,
     /// Containers made but never started that will not be started: removed before
     /// anything new is made.
@@ -89,6 +107,7 @@ pub struct PodActions {
     /// Containers made but never started, to start as they are (reason
     /// [`StartReason::Made`], their own restart count).
     pub resume: Vec<Start>,
+    /// Containers to make and start now.
     pub start: Vec<Start>,
     /// An init container failed under `restartPolicy: Never`: the pod has failed.
     pub init_failed: bool,

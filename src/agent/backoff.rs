@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 /// kubelet's crash-loop numbers: 10 s doubling to 5 min, forgotten after 10 min.
 pub const CRASH_INITIAL: Duration = Duration::from_secs(10);
+/// Longest crash-loop back-off (kubelet's `MaxContainerBackOff`).
 pub const CRASH_MAX: Duration = Duration::from_secs(300);
+/// A container that ran this long without failing starts its back-off afresh.
 pub const CRASH_RESET: Duration = Duration::from_secs(600);
 
 #[derive(Debug, Clone, Copy)]
@@ -17,6 +19,8 @@ struct Entry {
     last_failure: Instant,
 }
 
+/// Exponential back-off per key (a pod's container, image, sandbox): doubled per failure up
+/// to a maximum, forgotten after a quiet while.
 #[derive(Debug)]
 pub struct Backoff {
     initial: Duration,
@@ -26,6 +30,8 @@ pub struct Backoff {
 }
 
 impl Backoff {
+    /// A back-off starting at `initial`, doubling up to `max`, reset once `reset_after`
+    /// passed since the last failure.
     pub fn new(initial: Duration, max: Duration, reset_after: Duration) -> Self {
         Backoff {
             initial,
@@ -99,10 +105,12 @@ impl Backoff {
             .retain(|_, e| now.saturating_duration_since(e.last_failure) <= horizon);
     }
 
+    /// How many keys are held.
     pub fn len(&self) -> usize {
         self.entries.len()
     }
 
+    /// Whether no key is held.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }

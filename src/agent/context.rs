@@ -11,10 +11,15 @@ use crate::model::{ConfigMap, Pod, Secret};
 use crate::store::Store;
 use std::cell::RefCell;
 
+/// What every task of the agent shares: config, runtime client, store and host facts.
 pub struct Context {
+    /// The agent's config.
     pub cfg: Config,
+    /// The CRI client.
     pub cri: CriClient,
+    /// The pod cache and status files.
     pub store: RefCell<Store>,
+    /// What the agent found out about the host at start.
     pub host: HostFacts,
     /// The runtime's name from Version (`containerd`), for container ids in status.
     pub runtime_name: RefCell<String>,

@@ -6,11 +6,11 @@
 //! deadline survives an agent restart.
 
 use crate::model::time::parse_rfc3339;
-use crate::model::Pod;
+use crate::model::{Pod, Reason};
 use std::time::{Duration, SystemTime};
 
 /// The pod status reason of a pod past its deadline.
-pub const REASON: &str = "DeadlineExceeded";
+pub const REASON: Reason = Reason::DeadlineExceeded;
 /// Its message (kubelet's words).
 pub const MESSAGE: &str = "Pod was active on the node longer than the specified deadline";
 
@@ -21,6 +21,7 @@ pub enum Deadline {
     None,
     /// Not reached; it is at this wall-clock time.
     At(SystemTime),
+    /// Reached: the pod has failed.
     Exceeded,
 }
 

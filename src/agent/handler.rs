@@ -13,9 +13,13 @@ use smol::future;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
 use std::time::Duration;
 
+mod error;
+pub use error::HandlerError;
+
 /// The container a handler acts on.
 #[derive(Debug, Clone, Default)]
 pub struct Target {
+    /// The runtime id of the container (for exec).
     pub container_id: String,
     /// Where httpGet and tcpSocket go when the handler names no host: the pod's IP.
     pub pod_ip: String,
@@ -45,13 +49,13 @@ pub async fn exec(
     t: &Target,
     cmd: &[String],
     timeout: Duration,
-) -> Result<(), String> {
+) -> Result<(), HandlerError> {
     let r = ctx
         .cri
         .runtime
         .exec_sync(&t.container_id, cmd.to_vec(), Some(timeout))
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(HandlerError::Exec)?;
     if r.exit_code == 0 {
         return Ok(());
     }
@@ -61,16 +65,27 @@ pub async fn exec(
         &r.stderr
     };
     let text = String::from_utf8_lossy(out.get(..200).unwrap_or(out));
-    Err(format!("exit status {}: {}", r.exit_code, text.trim_end()))
+    Err(HandlerError::ExitStatus {
+        code: r.exit_code,
+        output: text.trim_end().to_string(),
+    })
 }
 
 /// An HTTP GET; a probe's verdict: a status outside 200-399 is a failure.
-pub async fn http_probe(t: &Target, h: &HttpGetAction, timeout: Duration) -> Result<(), String> {
+pub async fn http_probe(
+    t: &Target,
+    h: &HttpGetAction,
+    timeout: Duration,
+) -> Result<(), HandlerError> {
     let (addr, code) = http_get(t, h, timeout).await?;
     if http_get::is_success(code) {
         Ok(())
     } else {
-        Err(format!("HTTP GET {addr}{} answered {code}", h.path))
+        Err(HandlerError::HttpStatus {
+            addr,
+            path: h.path.clone(),
+            code,
+        })
     }
 }
 
@@ -79,7 +94,7 @@ pub async fn http_get(
     t: &Target,
     h: &HttpGetAction,
     timeout: Duration,
-) -> Result<(SocketAddr, u16), String> {
+) -> Result<(SocketAddr, u16), HandlerError> {
     let addr = address(t, &h.host, &h.port)?;
     let headers: Vec<(String, String)> = h
         .http_headers
@@ -91,25 +106,29 @@ pub async fn http_get(
         path: &h.path,
         headers: &headers,
     };
-    let code = http_get::get(&get, timeout).await?;
+    let code = http_get::get(&get, timeout)
+        .await
+        .map_err(HandlerError::Http)?;
     Ok((addr, code))
 }
 
 /// A TCP connect within `timeout`.
-pub async fn tcp_socket(t: &Target, s: &TcpSocketAction, timeout: Duration) -> Result<(), String> {
+pub async fn tcp_socket(
+    t: &Target,
+    s: &TcpSocketAction,
+    timeout: Duration,
+) -> Result<(), HandlerError> {
     let addr = address(t, &s.host, &s.port)?;
     future::or(
         async {
             Async::<TcpStream>::connect(addr)
                 .await
                 .map(drop)
-                .map_err(|e| format!("connecting to {addr}: {e}"))
+                .map_err(|source| HandlerError::Connect { addr, source })
         },
         async {
             Timer::after(timeout).await;
-            Err(format!(
-                "connecting to {addr}: no answer within {timeout:?}"
-            ))
+            Err(HandlerError::ConnectTimeout { addr, timeout })
         },
     )
     .await
@@ -117,7 +136,7 @@ pub async fn tcp_socket(t: &Target, s: &TcpSocketAction, timeout: Duration) -> R
 
 /// The socket address of `host` (or the pod IP) and `port` (a number or one of the
 /// container's port names).
-fn address(t: &Target, host: &str, port: &IntOrString) -> Result<SocketAddr, String> {
+fn address(t: &Target, host: &str, port: &IntOrString) -> Result<SocketAddr, HandlerError> {
     let port = match port {
         IntOrString::Int(n) => *n,
         IntOrString::String(name) => t
@@ -125,23 +144,23 @@ fn address(t: &Target, host: &str, port: &IntOrString) -> Result<SocketAddr, Str
             .iter()
             .find(|p| &p.name == name)
             .map(|p| p.container_port)
-            .ok_or_else(|| format!("the container has no port named {name:?}"))?,
+            .ok_or_else(|| HandlerError::NoPortNamed(name.clone()))?,
     };
     let port = u16::try_from(port)
         .ok()
         .filter(|p| *p != 0)
-        .ok_or_else(|| format!("port {port} is not 1-65535"))?;
+        .ok_or(HandlerError::PortOutOfRange(port))?;
     let host = if host.is_empty() {
         t.pod_ip.as_str()
     } else {
         host
     };
     let ip = match host {
-        "" => return Err("the pod has no IP address yet".into()),
+        "" => return Err(HandlerError::NoPodIp),
         "localhost" => IpAddr::V4(Ipv4Addr::LOCALHOST),
         h => h
             .parse()
-            .map_err(|_| format!("host {h:?} is not an IP address"))?,
+            .map_err(|_| HandlerError::HostNotIp(h.to_string()))?,
     };
     Ok(SocketAddr::new(ip, port))
 }

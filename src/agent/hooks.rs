@@ -7,7 +7,7 @@
 //! run time).
 
 use super::context::Context;
-use super::handler::{self, Target};
+use super::handler::{self, HandlerError, Target};
 use crate::model::container::LifecycleHandler;
 use async_io::Timer;
 use smol::future;
@@ -24,10 +24,10 @@ pub async fn run(
     h: &LifecycleHandler,
     t: &Target,
     limit: Duration,
-) -> Result<(), String> {
+) -> Result<(), HandlerError> {
     future::or(handler_run(ctx, h, t, limit), async {
         Timer::after(limit).await;
-        Err(format!("not done within {limit:?}"))
+        Err(HandlerError::NotDone(limit))
     })
     .await
 }
@@ -37,7 +37,7 @@ async fn handler_run(
     h: &LifecycleHandler,
     t: &Target,
     limit: Duration,
-) -> Result<(), String> {
+) -> Result<(), HandlerError> {
     if let Some(e) = &h.exec {
         handler::exec(ctx, t, &e.command, limit).await
     } else if let Some(g) = &h.http_get {
@@ -49,7 +49,7 @@ async fn handler_run(
         Timer::after(secs.min(limit)).await;
         Ok(())
     } else if h.tcp_socket.is_some() {
-        Err("tcpSocket is not supported as a lifecycle handler".into())
+        Err(HandlerError::TcpSocketHook)
     } else {
         Ok(())
     }

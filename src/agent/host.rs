@@ -11,15 +11,21 @@ use crate::store::bounded;
 /// only the first few servers and search domains are used.
 const MAX_RESOLV_CONF_BYTES: usize = 64 << 10;
 
+/// Facts about the host the agent detects once at start.
 #[derive(Debug, Clone, Default)]
 pub struct HostFacts {
+    /// The node's name (config, else the hostname).
     pub node_name: String,
+    /// The host's IP (`status.hostIP`, hostNetwork pods' IP).
     pub host_ip: String,
+    /// The host's resolv.conf, for pods' DNS config.
     pub resolv: ResolvConf,
+    /// Memory capacity in bytes (for limits.memory defaults in the downward API).
     pub mem_capacity: i64,
 }
 
 impl HostFacts {
+    /// Detects the facts, using `cfg` where it names them.
     pub fn detect(cfg: &Config) -> HostFacts {
         // The API's spelling (lowercase, `apiServer.nodeName` first): pods see it as
         // `spec.nodeName`, the cluster as the Node's name.

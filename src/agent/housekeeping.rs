@@ -41,6 +41,8 @@ impl<T: 'static> Slot<T> {
     }
 }
 
+/// The periodic work beside the pods: image GC, container GC, log rotation, emptyDir size
+/// limits, each on its own period, run from the sync loop.
 pub struct Housekeeping {
     image_gc: Slot<ImageGc>,
     rotator: Slot<LogRotator>,
@@ -52,6 +54,7 @@ pub struct Housekeeping {
 }
 
 impl Housekeeping {
+    /// Housekeeping with periods from the config; the first passes are due at once.
     pub fn new(ctx: &Context) -> Housekeeping {
         let cfg = &ctx.cfg;
         let now = Instant::now();

@@ -13,13 +13,18 @@ use smol::io::{AsyncReadExt, AsyncWriteExt};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
+mod error;
+pub use error::{BadResponse, HttpError, ReadError};
+
 /// The most of a response kept while looking for the final status line.
 const MAX_HEAD: usize = 4096;
 
 /// One request: where it goes and what it says.
 #[derive(Debug, Clone)]
 pub struct Get<'a> {
+    /// Where the request goes.
     pub addr: SocketAddr,
+    /// The request path.
     pub path: &'a str,
     /// Extra headers (name, value) from the manifest.
     pub headers: &'a [(String, String)],
@@ -27,12 +32,10 @@ pub struct Get<'a> {
 
 /// The request bytes, or why they cannot be sent (a path or header that would break
 /// the request line: spaces, control characters).
-pub fn request(get: &Get) -> Result<Vec<u8>, String> {
+pub fn request(get: &Get) -> Result<Vec<u8>, HttpError> {
     let path = if get.path.is_empty() { "/" } else { get.path };
     if path.bytes().any(|b| b <= b' ' || b == 0x7f) {
-        return Err(format!(
-            "path {path:?} contains spaces or control characters"
-        ));
+        return Err(HttpError::BadPath(path.to_string()));
     }
     let slash = if path.starts_with('/') { "" } else { "/" };
     let mut out = format!("GET {slash}{path} HTTP/1.1\r\n");
@@ -53,7 +56,7 @@ pub fn request(get: &Get) -> Result<Vec<u8>, String> {
     for (name, value) in get.headers {
         let bad_name = name.is_empty() || name.bytes().any(|b| !b.is_ascii_graphic() || b == b':');
         if bad_name || value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
-            return Err(format!("header {name:?} is not a valid HTTP header"));
+            return Err(HttpError::BadHeader(name.clone()));
         }
         out.push_str(&format!("{name}: {value}\r\n"));
     }
@@ -63,14 +66,14 @@ pub fn request(get: &Get) -> Result<Vec<u8>, String> {
 
 /// Parses the start of a response: `Ok(None)` while more bytes are needed, the final
 /// status code once its status line is complete, or why the bytes are not HTTP.
-pub fn parse_status(buf: &[u8]) -> Result<Option<u16>, String> {
+pub fn parse_status(buf: &[u8]) -> Result<Option<u16>, BadResponse> {
     let mut rest = buf;
     loop {
         let Some(eol) = rest.iter().position(|&b| b == b'\n') else {
             return if rest.len() > 1024 {
-                Err("status line longer than 1024 bytes".into())
+                Err(BadResponse::StatusLineTooLong)
             } else if !rest.is_empty() && !b"HTTP/1.".starts_with(&rest[..rest.len().min(7)]) {
-                Err(format!("not an HTTP/1 response: {:?}", show(rest)))
+                Err(BadResponse::NotHttp1(show(rest)))
             } else {
                 Ok(None)
             };
@@ -89,9 +92,9 @@ pub fn parse_status(buf: &[u8]) -> Result<Option<u16>, String> {
 }
 
 /// The code of `HTTP/1.x DDD[ reason]` (an optional trailing `\r`).
-fn status_line(line: &[u8]) -> Result<u16, String> {
+fn status_line(line: &[u8]) -> Result<u16, BadResponse> {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
-    let bad = || format!("malformed status line {:?}", show(line));
+    let bad = || BadResponse::MalformedStatusLine(show(line));
     let rest = line.strip_prefix(b"HTTP/1.").ok_or_else(bad)?;
     let (minor, rest) = rest.split_first().ok_or_else(bad)?;
     if !minor.is_ascii_digit() {
@@ -136,45 +139,43 @@ fn show(b: &[u8]) -> String {
 
 /// Sends the GET and returns the final status code; connect, send and read together
 /// take at most `timeout`.
-pub async fn get(req: &Get<'_>, timeout: Duration) -> Result<u16, String> {
+pub async fn get(req: &Get<'_>, timeout: Duration) -> Result<u16, HttpError> {
     let bytes = request(req)?;
     let addr = req.addr;
     future::or(exchange(addr, &bytes), async {
         Timer::after(timeout).await;
-        Err(format!("no answer from {addr} within {timeout:?}"))
+        Err(HttpError::Timeout { addr, timeout })
     })
     .await
 }
 
-async fn exchange(addr: SocketAddr, bytes: &[u8]) -> Result<u16, String> {
+async fn exchange(addr: SocketAddr, bytes: &[u8]) -> Result<u16, HttpError> {
     let mut s = Async::<TcpStream>::connect(addr)
         .await
-        .map_err(|e| format!("connecting to {addr}: {e}"))?;
+        .map_err(|source| HttpError::Connect { addr, source })?;
     s.write_all(bytes)
         .await
-        .map_err(|e| format!("sending to {addr}: {e}"))?;
+        .map_err(|source| HttpError::Send { addr, source })?;
     read_status(&mut s)
         .await
-        .map_err(|e| format!("answer from {addr}: {e}"))
+        .map_err(|source| HttpError::Answer { addr, source })
 }
 
 /// Reads until the final status line is complete (at most [`MAX_HEAD`] bytes).
-pub async fn read_status(r: &mut (impl AsyncReadExt + Unpin)) -> Result<u16, String> {
+pub async fn read_status(r: &mut (impl AsyncReadExt + Unpin)) -> Result<u16, ReadError> {
     let mut buf = Vec::with_capacity(256);
     let mut chunk = [0u8; 512];
     loop {
-        let n = r.read(&mut chunk).await.map_err(|e| e.to_string())?;
+        let n = r.read(&mut chunk).await.map_err(ReadError::Io)?;
         if n == 0 {
-            return Err("connection closed before a complete status line".into());
+            return Err(BadResponse::ClosedEarly.into());
         }
         buf.extend_from_slice(chunk.get(..n).unwrap_or(&chunk));
         if let Some(code) = parse_status(&buf)? {
             return Ok(code);
         }
         if buf.len() > MAX_HEAD {
-            return Err(format!(
-                "no final status line in the first {MAX_HEAD} bytes"
-            ));
+            return Err(BadResponse::NoFinalStatus.into());
         }
     }
 }
@@ -195,7 +196,9 @@ mod tests {
             path,
             headers,
         };
-        request(&get).map(|b| String::from_utf8(b).unwrap())
+        request(&get)
+            .map(|b| String::from_utf8(b).unwrap())
+            .map_err(|e| e.to_string())
     }
 
     #[test]
@@ -311,7 +314,7 @@ mod tests {
 
     fn read(pieces: &[&[u8]]) -> Result<u16, String> {
         let mut r = Pieces(pieces.iter().map(|p| p.to_vec()).collect());
-        future::block_on(read_status(&mut r))
+        future::block_on(read_status(&mut r)).map_err(|e| e.to_string())
     }
 
     #[test]
@@ -340,6 +343,11 @@ mod tests {
     #[test]
     fn success_range() {
         assert!(!is_success(199) && is_success(200) && is_success(399) && !is_success(400));
+    }
+
+    /// [`super::get`], its error as the logs show it.
+    async fn get(g: &Get<'_>, timeout: Duration) -> Result<u16, String> {
+        super::get(g, timeout).await.map_err(|e| e.to_string())
     }
 
     #[test]

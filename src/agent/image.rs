@@ -14,13 +14,14 @@
 use super::backoff::Backoff;
 use super::context::Context;
 use crate::config::format_duration;
-use crate::cri::pb;
+use crate::cri::{pb, Code, CriError};
 use crate::gc::image_ref::registry_host;
 use crate::kuberuntime::status::Waiting;
 use crate::model::container::PullPolicy;
 use crate::model::defaults::pull_policy_for;
 use crate::model::secret::pull_credentials;
-use crate::model::{Container, Pod, Secret};
+use crate::model::{Container, Pod, Reason, Secret};
+use std::fmt;
 use std::time::{Duration, Instant};
 
 /// The image to run.
@@ -31,20 +32,37 @@ pub struct Ensured {
     pub offline: Option<String>,
 }
 
-/// A failed pull.
+/// A failed pull of an image: the runtime's error, with its gRPC code (its Display
+/// names the image, for logs and the pod's status).
 #[derive(Debug, Clone)]
 pub struct PullError {
-    /// What failed, naming the image (for logs and the pod's status).
-    pub message: String,
-    /// No answer within the deadline: the registry (or the way to it) hangs.
-    pub timed_out: bool,
+    /// The image reference pulled.
+    pub image: String,
+    /// What the runtime said (of the last credential tried).
+    pub cause: CriError,
 }
 
-fn waiting(reason: &str, message: String) -> Waiting {
-    Waiting {
-        reason: reason.into(),
-        message,
+impl PullError {
+    /// No answer within the deadline: the registry (or the way to it) hangs.
+    pub fn timed_out(&self) -> bool {
+        self.cause.is_deadline_exceeded()
     }
+}
+
+impl fmt::Display for PullError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "failed to pull image \"{}\": {}", self.image, self.cause)
+    }
+}
+
+impl std::error::Error for PullError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.cause)
+    }
+}
+
+fn waiting(reason: Reason, message: String) -> Waiting {
+    Waiting { reason, message }
 }
 
 /// The pull policy that applies to `c` (explicit, else kubelet's default for its image).
@@ -62,7 +80,7 @@ pub fn backoff_key(uid: &str, image: &str) -> String {
 pub fn note_outcome<T>(ctx: &Context, image: &str, result: &Result<T, PullError>) {
     let host = registry_host(image);
     match result {
-        Err(e) if e.timed_out => ctx.silent_registries.timed_out(host, Instant::now()),
+        Err(e) if e.timed_out() => ctx.silent_registries.timed_out(host, Instant::now()),
         _ => ctx.silent_registries.answered(host),
     }
 }
@@ -85,7 +103,7 @@ pub async fn ensure(
         Ok(p) => p,
         Err(e) => {
             return Err(waiting(
-                "ErrImageInspect",
+                Reason::ErrImageInspect,
                 format!("failed to inspect image \"{image}\": {e}"),
             ))
         }
@@ -99,7 +117,7 @@ pub async fn ensure(
         }
         (PullPolicy::Never, None) => {
             return Err(waiting(
-                "ErrImageNeverPull",
+                Reason::ErrImageNeverPull,
                 format!("Container image \"{image}\" is not present with pull policy of Never"),
             ))
         }
@@ -114,7 +132,7 @@ pub async fn ensure(
     if let Some(why) = not_now(ctx, image, local.is_some(), backoff.until(&key, now), now) {
         return match local {
             Some(id) => Ok(offline(id, why)),
-            None => Err(waiting("ImagePullBackOff", why)),
+            None => Err(waiting(Reason::ImagePullBackOff, why)),
         };
     }
     let timeout = match local {
@@ -132,20 +150,20 @@ pub async fn ensure(
             })
         }
         (Err(e), Some(id)) => {
-            if !e.timed_out {
+            if !e.timed_out() {
                 backoff.fail(&key, now);
             }
             log::warn!(
                 "pod {}/{}: {}; running the local copy",
                 pod.metadata.namespace,
                 pod.metadata.name,
-                e.message
+                e
             );
-            Ok(offline(id, e.message))
+            Ok(offline(id, e.to_string()))
         }
         (Err(e), None) => {
             backoff.fail(&key, now);
-            Err(waiting("ErrImagePull", e.message))
+            Err(waiting(Reason::ErrImagePull, e.to_string()))
         }
     }
 }
@@ -184,7 +202,7 @@ fn not_now(
 fn invalid_name(image: &str) -> Result<(), Waiting> {
     crate::model::image_name::check(image).map_err(|why| {
         waiting(
-            "InvalidImageName",
+            Reason::InvalidImageName,
             format!("Failed to apply default image tag {image:?}: couldn't parse image name {image:?}: invalid reference format: {why}"),
         )
     })
@@ -223,10 +241,7 @@ pub async fn pull(
             })
             .collect()
     };
-    let mut last = PullError {
-        message: String::new(),
-        timed_out: false,
-    };
+    let mut last = None;
     for auth in attempts {
         log::info!(
             "pod {}/{}: pulling image {image} (within {})",
@@ -242,17 +257,20 @@ pub async fn pull(
         {
             Ok(r) => return Ok(r),
             Err(e) => {
-                last = PullError {
-                    message: format!("failed to pull image \"{image}\": {e}"),
-                    timed_out: e.is_deadline_exceeded(),
-                };
-                if last.timed_out {
+                let timed_out = e.is_deadline_exceeded();
+                last = Some(e);
+                if timed_out {
                     break;
                 }
             }
         }
     }
-    Err(last)
+    // There is always one attempt at least (anonymous).
+    let cause = last.unwrap_or_else(|| CriError::new(Code::Unknown, "", "no pull attempted"));
+    Err(PullError {
+        image: image.to_string(),
+        cause,
+    })
 }
 
 #[cfg(test)]

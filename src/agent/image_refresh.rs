@@ -15,6 +15,7 @@
 use super::backoff::Backoff;
 use super::context::Context;
 use super::image::{self, PullError};
+use crate::cri::CriError;
 use crate::kuberuntime::observed::{ObservedPod, State};
 use crate::model::container::PullPolicy;
 use crate::model::Pod;
@@ -144,11 +145,11 @@ impl Offline {
                 let delay = pulls.fail(&key, Instant::now());
                 log::info!(
                     "pod {ns}/{name}: {} (again in {})",
-                    e.message,
+                    e,
                     crate::config::format_duration(delay)
                 );
                 for n in names {
-                    self.containers.insert(n, e.message.clone());
+                    self.containers.insert(n, e.to_string());
                 }
             }
         }
@@ -259,13 +260,41 @@ pub async fn outdated(
 }
 
 /// The id of the first of `refs` the runtime knows as an image.
-async fn running_image_id(ctx: &Context, refs: [&String; 2]) -> Result<Option<String>, String> {
+async fn running_image_id(
+    ctx: &Context,
+    refs: [&String; 2],
+) -> Result<Option<String>, ImageStatusError> {
     for r in refs.into_iter().filter(|r| !r.is_empty()) {
         match ctx.cri.image.image_status(r).await {
             Ok(Some(img)) => return Ok(Some(img.id)),
             Ok(None) => {}
-            Err(e) => return Err(format!("image status of {r}: {e}")),
+            Err(cause) => {
+                return Err(ImageStatusError {
+                    image: r.to_string(),
+                    cause,
+                })
+            }
         }
     }
     Ok(None)
+}
+
+/// ImageStatus of a running container's image failed: the image and the runtime's
+/// error (with its gRPC code).
+#[derive(Debug)]
+struct ImageStatusError {
+    image: String,
+    cause: CriError,
+}
+
+impl std::fmt::Display for ImageStatusError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "image status of {}: {}", self.image, self.cause)
+    }
+}
+
+impl std::error::Error for ImageStatusError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.cause)
+    }
 }

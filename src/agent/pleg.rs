@@ -20,31 +20,44 @@ pub use crate::kuberuntime::labels::POD_UID as POD_UID_LABEL;
 /// What a relist saw of one sandbox.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SandboxRecord {
+    /// Its runtime id.
     pub id: String,
     /// The pod's namespace and name (sandbox metadata): an orphan whose desired file
     /// is damaged is recognised by them.
     pub namespace: String,
+    /// The pod's name (sandbox metadata).
     pub name: String,
+    /// The sandbox is ready (not stopped).
     pub ready: bool,
+    /// Its attempt number.
     pub attempt: u32,
+    /// Nanoseconds since the epoch.
     pub created_at: i64,
 }
 
 /// What a relist saw of one container.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ContainerRecord {
+    /// Its runtime id.
     pub id: String,
+    /// The sandbox it runs in.
     pub sandbox_id: String,
+    /// The container's name in the pod spec.
     pub name: String,
+    /// Its attempt number (restart count).
     pub attempt: u32,
+    /// Its state.
     pub state: pb::ContainerState,
+    /// Nanoseconds since the epoch.
     pub created_at: i64,
 }
 
 /// Everything the runtime holds for one pod UID.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PodRecord {
+    /// The pod's sandboxes.
     pub sandboxes: Vec<SandboxRecord>,
+    /// The pod's containers.
     pub containers: Vec<ContainerRecord>,
 }
 
@@ -54,28 +67,45 @@ pub type Snapshot = BTreeMap<String, PodRecord>;
 /// A change between two relists, for one pod.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
+    /// A container started running.
     ContainerStarted {
+        /// The pod's UID.
         pod_uid: String,
+        /// The container's runtime id.
         container_id: String,
     },
+    /// A container exited.
     ContainerDied {
+        /// The pod's UID.
         pod_uid: String,
+        /// The container's runtime id.
         container_id: String,
     },
+    /// A container is no longer listed.
     ContainerRemoved {
+        /// The pod's UID.
         pod_uid: String,
+        /// The container's runtime id.
         container_id: String,
     },
     /// Created, or a state the agent does not act on directly (UNKNOWN).
     ContainerChanged {
+        /// The pod's UID.
         pod_uid: String,
+        /// The container's runtime id.
         container_id: String,
     },
     /// A sandbox appeared, disappeared or changed readiness.
-    SandboxChanged { pod_uid: String, sandbox_id: String },
+    SandboxChanged {
+        /// The pod's UID.
+        pod_uid: String,
+        /// The sandbox's runtime id.
+        sandbox_id: String,
+    },
 }
 
 impl Event {
+    /// The UID of the pod the event is about.
     pub fn pod_uid(&self) -> &str {
         match self {
             Event::ContainerStarted { pod_uid, .. }
@@ -118,12 +148,33 @@ fn mix(mut x: u64) -> u64 {
 }
 
 /// Decodes the items of a list answer; the error names the first bad item.
-pub fn decode<M: prost::Message + Default>(items: &[Bytes]) -> Result<Vec<M>, String> {
+pub fn decode<M: prost::Message + Default>(items: &[Bytes]) -> Result<Vec<M>, BadItem> {
     items
         .iter()
         .enumerate()
-        .map(|(i, b)| M::decode(b.clone()).map_err(|e| format!("item {i}: {e}")))
+        .map(|(index, b)| M::decode(b.clone()).map_err(|source| BadItem { index, source }))
         .collect()
+}
+
+/// An item of a list answer that does not decode: its index and prost's error.
+#[derive(Debug)]
+pub struct BadItem {
+    /// Its index in the list.
+    pub index: usize,
+    /// Why it does not decode.
+    pub source: prost::DecodeError,
+}
+
+impl std::fmt::Display for BadItem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "item {}: {}", self.index, self.source)
+    }
+}
+
+impl std::error::Error for BadItem {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
 }
 
 /// Builds a snapshot from the two list answers. Objects without our UID label are skipped.

@@ -26,7 +26,7 @@ use super::housekeeping::Housekeeping;
 use super::pleg::{self, Snapshot};
 use super::worker::{self, Msg};
 use super::{kill, observe};
-use crate::cri::pb;
+use crate::cri::{pb, CriError};
 use crate::model::Pod;
 use crate::store::DamagedPod;
 use async_io::Async;
@@ -44,6 +44,8 @@ struct WorkerHandle {
     deleting: bool,
 }
 
+/// The agent's main loop: reads the desired pods, relists the runtime, runs one worker per
+/// pod and the housekeeping.
 pub struct SyncLoop {
     ctx: Rc<Context>,
     workers: BTreeMap<String, WorkerHandle>,
@@ -62,6 +64,7 @@ pub struct SyncLoop {
 }
 
 impl SyncLoop {
+    /// A loop with no pods yet.
     pub fn new(ctx: Rc<Context>) -> SyncLoop {
         SyncLoop {
             housekeeping: Housekeeping::new(&ctx),
@@ -357,24 +360,21 @@ impl SyncLoop {
 
     /// Lists the runtime: the fingerprint and snapshot of what it holds, or `None` when
     /// the lists are the same as at the last relist (nothing decoded then).
-    async fn list(&self) -> Result<Option<(u64, Snapshot)>, String> {
+    async fn list(&self) -> Result<Option<(u64, Snapshot)>, RelistError> {
         let rt = &self.ctx.cri.runtime;
         let s = rt
             .list_pod_sandbox_items()
             .await
-            .map_err(|e| e.to_string())?;
-        let c = rt
-            .list_containers_items()
-            .await
-            .map_err(|e| e.to_string())?;
+            .map_err(RelistError::Cri)?;
+        let c = rt.list_containers_items().await.map_err(RelistError::Cri)?;
         let fp = pleg::fingerprint(&s, &c);
         if self.last.is_some() && self.last_fingerprint == fp {
             return Ok(None);
         }
         let sandboxes =
-            pleg::decode::<pb::PodSandbox>(&s).map_err(|e| format!("sandboxes: {e}"))?;
+            pleg::decode::<pb::PodSandbox>(&s).map_err(|e| RelistError::Decode("sandboxes", e))?;
         let containers =
-            pleg::decode::<pb::Container>(&c).map_err(|e| format!("containers: {e}"))?;
+            pleg::decode::<pb::Container>(&c).map_err(|e| RelistError::Decode("containers", e))?;
         Ok(Some((fp, pleg::snapshot(&sandboxes, &containers))))
     }
 
@@ -470,5 +470,31 @@ async fn remove_orphan(ctx: Rc<Context>, uid: String) {
             kill::remove_pod(&ctx, &o).await;
         }
         Err(e) => log::warn!("orphan pod uid {uid}: {e}"),
+    }
+}
+
+/// Why a relist failed: a list call (the runtime's error, with its gRPC code), or an
+/// answer whose items do not decode (which list, which item).
+#[derive(Debug)]
+enum RelistError {
+    Cri(CriError),
+    Decode(&'static str, pleg::BadItem),
+}
+
+impl std::fmt::Display for RelistError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RelistError::Cri(e) => std::fmt::Display::fmt(e, f),
+            RelistError::Decode(what, e) => write!(f, "{what}: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for RelistError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RelistError::Cri(e) => Some(e),
+            RelistError::Decode(_, e) => Some(e),
+        }
     }
 }

@@ -4,6 +4,7 @@
 
 use super::CliError;
 
+/// A command line: positional words, options and what follows `--`.
 #[derive(Debug, Default)]
 pub struct Args {
     /// Positional words, in order.

@@ -11,6 +11,7 @@ use std::io::Write;
 
 const VALUE_OPTS: &[&str] = &["config", "state-dir", "c", "container", "timeout"];
 
+/// `tinylet exec NS/NAME [-c CONTAINER] -- CMD...`: runs a command in a container.
 pub fn run(words: &[String]) -> Result<(), CliError> {
     let args = Args::parse(words, VALUE_OPTS)?;
     args.only(VALUE_OPTS)?;
@@ -53,7 +54,7 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
         .value(&["timeout"])
         .map(crate::config::parse_duration)
         .transpose()
-        .map_err(CliError::usage)?;
+        .map_err(|e| CliError::usage(e.to_string()))?;
     let cri = CriClient::from_config(&cfg).map_err(|e| CliError::usage(e.to_string()))?;
     let uid = pod.metadata.uid.clone();
     let cmd = args.rest.clone();

@@ -24,23 +24,28 @@ use std::path::PathBuf;
 /// An error to print on stderr, with the exit code it maps to.
 #[derive(Debug)]
 pub struct CliError {
+    /// The process exit code.
     pub code: i32,
+    /// The message.
     pub msg: String,
 }
 
 impl CliError {
+    /// Wrong usage (exit code 2).
     pub fn usage(msg: impl Into<String>) -> Self {
         CliError {
             code: 2,
             msg: msg.into(),
         }
     }
+    /// The command failed (exit code 1).
     pub fn failed(msg: impl Into<String>) -> Self {
         CliError {
             code: 1,
             msg: msg.into(),
         }
     }
+    /// The object named does not exist (exit code 3).
     pub fn not_found(msg: impl Into<String>) -> Self {
         CliError {
             code: 3,

@@ -3,7 +3,7 @@
 //! (`CrashLoopBackOff`, `Init:0/1`, `Completed`, `ExitCode:1`, ...).
 
 use crate::model::status::{ContainerStatus, PodConditionType};
-use crate::model::{Pod, PodStatus};
+use crate::model::{Pod, PodStatus, Reason};
 use std::time::SystemTime;
 
 /// The summary columns of one pod.
@@ -74,7 +74,7 @@ pub fn summarize(pod: &Pod, status: Option<&PodStatus>, now: SystemTime) -> Summ
                 ready += 1;
             }
         }
-        if reason == "Completed" && has_running {
+        if Reason::Completed.is(&reason) && has_running {
             let pod_ready = st.conditions.iter().any(|c| {
                 c.type_ == PodConditionType::Ready
                     && c.status == crate::model::status::ConditionStatus::True
@@ -121,7 +121,7 @@ fn init_reason(c: &ContainerStatus, i: usize, total: usize) -> InitState {
         });
     }
     match &c.state.waiting {
-        Some(w) if !w.reason.is_empty() && w.reason != "PodInitializing" => {
+        Some(w) if !w.reason.is_empty() && !Reason::PodInitializing.is(&w.reason) => {
             InitState::Blocking(format!("Init:{}", w.reason))
         }
         _ => InitState::Blocking(format!("Init:{i}/{total}")),

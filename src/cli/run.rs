@@ -17,13 +17,15 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 
+/// `tinylet run`: runs the agent until the process is stopped.
 pub fn run(words: &[String]) -> Result<(), CliError> {
     let args = Args::parse(words, GLOBAL_VALUE_OPTS)?;
     args.only(GLOBAL_VALUE_OPTS)?;
     let cfg = load_config(&args)?;
     init_logging(&cfg.log_level);
     // Held until the process ends: a second agent here would remove our pods as orphans.
-    let _lock = crate::store::agent_lock::acquire(&cfg.state_dir).map_err(CliError::failed)?;
+    let _lock = crate::store::agent_lock::acquire(&cfg.state_dir)
+        .map_err(|e| CliError::failed(e.to_string()))?;
     let store = Store::open(&cfg).map_err(|e| CliError::failed(format!("state directory: {e}")))?;
     let cri = CriClient::from_config(&cfg)
         .map_err(|e| CliError::usage(format!("runtimeEndpoint: {e}")))?;

@@ -39,7 +39,9 @@ pub struct ApiServerConfig {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct Taint {
+    /// The taint's key.
     pub key: String,
+    /// The taint's value (may be empty).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub value: String,
     /// `NoSchedule`, `PreferNoSchedule` or `NoExecute`.
@@ -81,7 +83,7 @@ impl ApiServerConfig {
         }
         if !self.node_name.is_empty() {
             if let Err(e) = crate::model::validate::dns1123_subdomain(&self.node_name) {
-                return err("nodeName", e);
+                return err("nodeName", e.to_string());
             }
             if !top_node_name.is_empty() && top_node_name != self.node_name {
                 return err(

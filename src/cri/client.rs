@@ -9,7 +9,9 @@ use crate::config::Config;
 /// Both CRI services of the configured runtime.
 #[derive(Clone, Debug)]
 pub struct CriClient {
+    /// RuntimeService calls.
     pub runtime: RuntimeClient,
+    /// ImageService calls.
     pub image: ImageClient,
 }
 

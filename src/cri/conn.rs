@@ -77,7 +77,7 @@ impl Channel {
     /// parses; nothing is connected until the first call.
     pub fn new(endpoint: &str) -> Result<Channel, CriError> {
         let path = parse_endpoint(endpoint)
-            .map_err(|msg| CriError::new(Code::InvalidArgument, "", msg))?;
+            .map_err(|e| CriError::new(Code::InvalidArgument, "", e.to_string()))?;
         Ok(Channel {
             shared: Rc::new(Shared {
                 endpoint: endpoint.to_string(),
@@ -126,7 +126,8 @@ impl Channel {
         req: &Req,
         timeout: Option<Duration>,
     ) -> Result<Bytes, CriError> {
-        let body = grpc::encode_frame(req).map_err(|m| CriError::new(Code::Internal, method, m))?;
+        let body = grpc::encode_frame(req)
+            .map_err(|e| CriError::new(Code::Internal, method, e.to_string()))?;
         self.call(method, body, timeout).await
     }
 
@@ -347,30 +348,23 @@ async fn connect(path: &Path) -> Result<(SendRequest<Bytes>, H2Connection), Stri
 
 /// The socket path of `unix:///path`, `unix:/path` or a bare path; other schemes and
 /// relative `unix:` paths are refused.
-fn parse_endpoint(endpoint: &str) -> Result<PathBuf, String> {
+fn parse_endpoint(endpoint: &str) -> Result<PathBuf, EndpointError> {
     let path = if let Some(rest) = endpoint.strip_prefix("unix:") {
         let path = rest.strip_prefix("//").unwrap_or(rest);
         if !path.starts_with('/') {
-            return Err(format!(
-                "CRI endpoint {endpoint:?}: expected an absolute path as in \
-                 unix:///run/containerd/containerd.sock"
-            ));
+            return Err(EndpointError::NotAbsolute(endpoint.to_string()));
         }
         path
     } else if endpoint.contains("://") {
-        return Err(format!(
-            "CRI endpoint {endpoint:?}: only unix:///path or a bare socket path is supported"
-        ));
+        return Err(EndpointError::Scheme(endpoint.to_string()));
     } else {
         endpoint
     };
     if path.is_empty() {
-        return Err("CRI endpoint is empty".into());
+        return Err(EndpointError::Empty);
     }
     if path.len() > MAX_SOCKET_PATH {
-        return Err(format!(
-            "CRI endpoint {endpoint:?}: socket path longer than {MAX_SOCKET_PATH} bytes"
-        ));
+        return Err(EndpointError::TooLong(endpoint.to_string()));
     }
     Ok(PathBuf::from(path))
 }
@@ -384,9 +378,50 @@ impl fmt::Debug for Channel {
     }
 }
 
+/// Why a CRI endpoint is refused (each names the endpoint).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EndpointError {
+    /// `unix:` with a relative path.
+    NotAbsolute(String),
+    /// Another scheme than `unix:`.
+    Scheme(String),
+    /// No path at all.
+    Empty,
+    /// A socket path longer than a Unix socket address holds.
+    TooLong(String),
+}
+
+impl std::fmt::Display for EndpointError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EndpointError::NotAbsolute(e) => write!(
+                f,
+                "CRI endpoint {e:?}: expected an absolute path as in \
+                 unix:///run/containerd/containerd.sock"
+            ),
+            EndpointError::Scheme(e) => write!(
+                f,
+                "CRI endpoint {e:?}: only unix:///path or a bare socket path is supported"
+            ),
+            EndpointError::Empty => f.write_str("CRI endpoint is empty"),
+            EndpointError::TooLong(e) => write!(
+                f,
+                "CRI endpoint {e:?}: socket path longer than {MAX_SOCKET_PATH} bytes"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for EndpointError {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`super::parse_endpoint`], its error as logged.
+    fn parse_endpoint(endpoint: &str) -> Result<PathBuf, String> {
+        super::parse_endpoint(endpoint).map_err(|e| e.to_string())
+    }
 
     #[test]
     fn endpoints() {

@@ -11,22 +11,39 @@ use std::fmt;
 /// The 17 gRPC status codes, numbered as on the wire (`grpc-status`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Code {
+    /// Not an error.
     Ok = 0,
+    /// The call was cancelled (by the caller).
     Cancelled = 1,
+    /// An unknown error (also for codes gRPC does not define).
     Unknown = 2,
+    /// The request is invalid.
     InvalidArgument = 3,
+    /// No answer before the deadline.
     DeadlineExceeded = 4,
+    /// The object named does not exist.
     NotFound = 5,
+    /// The object to create exists.
     AlreadyExists = 6,
+    /// The caller may not do this.
     PermissionDenied = 7,
+    /// Out of a resource (or a message too large).
     ResourceExhausted = 8,
+    /// The system is not in the state the call needs.
     FailedPrecondition = 9,
+    /// Aborted (a conflict).
     Aborted = 10,
+    /// A value out of range.
     OutOfRange = 11,
+    /// The method is not implemented.
     Unimplemented = 12,
+    /// An internal error (also a malformed answer).
     Internal = 13,
+    /// The runtime cannot be reached now.
     Unavailable = 14,
+    /// Data lost or corrupted.
     DataLoss = 15,
+    /// No valid credentials.
     Unauthenticated = 16,
 }
 
@@ -92,12 +109,16 @@ impl fmt::Display for Code {
 /// Displayed as `METHOD: CODE: message`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CriError {
+    /// The gRPC status code.
     pub code: Code,
+    /// The method's path; empty outside a call.
     pub method: &'static str,
+    /// What went wrong.
     pub message: String,
 }
 
 impl CriError {
+    /// An error of `method` with `code` and `message`.
     pub fn new(code: Code, method: &'static str, message: impl Into<String>) -> CriError {
         CriError {
             code,
@@ -106,6 +127,7 @@ impl CriError {
         }
     }
 
+    /// The gRPC status code.
     pub fn code(&self) -> Code {
         self.code
     }

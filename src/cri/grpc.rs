@@ -19,15 +19,41 @@ const MAX_TIMEOUT_VALUE: u128 = 99_999_999;
 
 /// Encodes `msg` into one gRPC frame, allocating exactly once and copying nothing later:
 /// the returned `Bytes` owns the `Vec` it was encoded into.
-pub fn encode_frame<M: prost::Message>(msg: &M) -> Result<Bytes, String> {
+pub fn encode_frame<M: prost::Message>(msg: &M) -> Result<Bytes, EncodeError> {
     let len = msg.encoded_len();
-    let wire_len = u32::try_from(len).map_err(|_| format!("request message of {len} bytes"))?;
+    let wire_len = u32::try_from(len).map_err(|_| EncodeError::TooLarge(len))?;
     let mut buf = Vec::with_capacity(PREFIX_LEN + len);
     buf.push(0);
     buf.extend_from_slice(&wire_len.to_be_bytes());
-    msg.encode(&mut buf)
-        .map_err(|e| format!("encoding request: {e}"))?;
+    msg.encode(&mut buf).map_err(EncodeError::Prost)?;
     Ok(Bytes::from(buf))
+}
+
+/// Why a request cannot be framed.
+#[derive(Debug)]
+pub enum EncodeError {
+    /// Larger than a gRPC frame's 32-bit length (its size in bytes).
+    TooLarge(usize),
+    /// prost could not encode it.
+    Prost(prost::EncodeError),
+}
+
+impl std::fmt::Display for EncodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EncodeError::TooLarge(len) => write!(f, "request message of {len} bytes"),
+            EncodeError::Prost(e) => write!(f, "encoding request: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for EncodeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            EncodeError::TooLarge(_) => None,
+            EncodeError::Prost(e) => Some(e),
+        }
+    }
 }
 
 /// Builds the HTTP/2 request head of a unary call to `path`

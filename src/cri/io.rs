@@ -25,6 +25,7 @@ pub struct TokioIo<T> {
 }
 
 impl<T> TokioIo<T> {
+    /// Wraps the socket `io`.
     pub fn new(io: Async<T>) -> Self {
         TokioIo { io, drained: false }
     }

@@ -15,7 +15,7 @@ const FIXED32: u64 = 5;
 
 /// The encoded bytes of every field-1 entry of `message`, in order; other fields are
 /// skipped. Fails, naming the offset, on a message that is not valid protobuf.
-pub fn items(message: &Bytes) -> Result<Vec<Bytes>, String> {
+pub fn items(message: &Bytes) -> Result<Vec<Bytes>, Malformed> {
     let mut out = Vec::new();
     let mut at = 0;
     while at < message.len() {
@@ -30,14 +30,14 @@ pub fn items(message: &Bytes) -> Result<Vec<Bytes>, String> {
             FIXED32 => at + 4,
             LEN => {
                 let len = usize::try_from(varint(message, &mut at)?)
-                    .map_err(|_| format!("length at byte {at} too large"))?;
+                    .map_err(|_| Malformed::LengthTooLarge { at })?;
                 at.checked_add(len)
-                    .ok_or_else(|| format!("length at byte {at} too large"))?
+                    .ok_or(Malformed::LengthTooLarge { at })?
             }
-            _ => return Err(format!("unsupported wire type {wire} at byte {at}")),
+            _ => return Err(Malformed::WireType { wire, at }),
         };
         if end > message.len() {
-            return Err(format!("field {field} at byte {at} runs past the end"));
+            return Err(Malformed::FieldPastEnd { field, at });
         }
         if field == 1 && wire == LEN {
             out.push(message.slice(at..end));
@@ -48,11 +48,11 @@ pub fn items(message: &Bytes) -> Result<Vec<Bytes>, String> {
 }
 
 /// Reads a base-128 varint at `*at`, advancing past it.
-fn varint(buf: &[u8], at: &mut usize) -> Result<u64, String> {
+fn varint(buf: &[u8], at: &mut usize) -> Result<u64, Malformed> {
     let mut value = 0u64;
     for shift in (0..64).step_by(7) {
         let Some(&b) = buf.get(*at) else {
-            return Err(format!("varint at byte {at} runs past the end"));
+            return Err(Malformed::VarintPastEnd { at: *at });
         };
         *at += 1;
         value |= u64::from(b & 0x7f) << shift;
@@ -60,8 +60,60 @@ fn varint(buf: &[u8], at: &mut usize) -> Result<u64, String> {
             return Ok(value);
         }
     }
-    Err(format!("varint ending at byte {at} is too long"))
+    Err(Malformed::VarintTooLong { at: *at })
 }
+
+/// Why a list answer is not valid protobuf, with the byte offset where it broke.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Malformed {
+    /// A length that does not fit in memory.
+    LengthTooLarge {
+        /// Where.
+        at: usize,
+    },
+    /// A wire type protobuf does not define (or a deprecated group).
+    WireType {
+        /// The wire type.
+        wire: u64,
+        /// Where.
+        at: usize,
+    },
+    /// A field that runs past the end of the message.
+    FieldPastEnd {
+        /// Its number.
+        field: u64,
+        /// Where.
+        at: usize,
+    },
+    /// A varint cut off by the end of the message.
+    VarintPastEnd {
+        /// Where.
+        at: usize,
+    },
+    /// A varint of more than 10 bytes.
+    VarintTooLong {
+        /// Where it ends.
+        at: usize,
+    },
+}
+
+impl std::fmt::Display for Malformed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Malformed::LengthTooLarge { at } => write!(f, "length at byte {at} too large"),
+            Malformed::WireType { wire, at } => {
+                write!(f, "unsupported wire type {wire} at byte {at}")
+            }
+            Malformed::FieldPastEnd { field, at } => {
+                write!(f, "field {field} at byte {at} runs past the end")
+            }
+            Malformed::VarintPastEnd { at } => write!(f, "varint at byte {at} runs past the end"),
+            Malformed::VarintTooLong { at } => write!(f, "varint ending at byte {at} is too long"),
+        }
+    }
+}
+
+impl std::error::Error for Malformed {}
 
 #[cfg(test)]
 mod tests {

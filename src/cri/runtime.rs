@@ -142,7 +142,8 @@ impl RuntimeClient {
             .channel
             .unary_bytes(LIST_POD_SANDBOX, &req, Some(self.timeout))
             .await?;
-        list_items::items(&message).map_err(|e| CriError::new(Code::Internal, LIST_POD_SANDBOX, e))
+        list_items::items(&message)
+            .map_err(|e| CriError::new(Code::Internal, LIST_POD_SANDBOX, e.to_string()))
     }
 
     /// Creates a container in sandbox `pod_sandbox_id`; returns its id.
@@ -228,7 +229,8 @@ impl RuntimeClient {
             .channel
             .unary_bytes(LIST_CONTAINERS, &req, Some(self.timeout))
             .await?;
-        list_items::items(&message).map_err(|e| CriError::new(Code::Internal, LIST_CONTAINERS, e))
+        list_items::items(&message)
+            .map_err(|e| CriError::new(Code::Internal, LIST_CONTAINERS, e.to_string()))
     }
 
     /// The container's status; `NotFound` when it does not exist.

@@ -8,6 +8,7 @@
 //! makes the pass return an error.
 
 use super::container_policy::{self, Victim};
+use super::error::GcError;
 use super::leftovers::{self, LeftoverReport};
 use crate::config::Config;
 use crate::cri::{pb, CriError, RuntimeClient};
@@ -19,11 +20,15 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// What one pass did.
 #[derive(Debug, Default)]
 pub struct ContainerGcReport {
+    /// Ids of the containers removed.
     pub removed_containers: Vec<String>,
+    /// Ids of the sandboxes removed.
     pub removed_sandboxes: Vec<String>,
     /// Container log files removed with their containers, and their bytes.
     pub removed_logs: Vec<PathBuf>,
+    /// The bytes of those.
     pub log_bytes_freed: u64,
+    /// What the sweep of leftover pod directories did.
     pub leftovers: LeftoverReport,
     /// Containers or sandboxes whose removal failed (id, reason); retried next pass.
     pub failed: Vec<(String, String)>,
@@ -64,7 +69,7 @@ pub async fn pass(
                     v.pod_uid,
                     v.name
                 );
-                report.failed.push((v.id.to_string(), e));
+                report.failed.push((v.id.to_string(), e.to_string()));
             }
         }
     }
@@ -113,39 +118,39 @@ async fn remove_container(
     pods_dir: &Path,
     v: &Victim<'_>,
     report: &mut ContainerGcReport,
-) -> Result<(), String> {
+) -> Result<(), GcError> {
     if v.stop_first {
         rt.stop_container(v.id, Duration::ZERO)
             .await
-            .map_err(|e| format!("stopping: {e}"))?;
+            .map_err(|e| GcError::cri("stopping", e))?;
     }
     match rt.container_status(v.id).await {
         Ok(st) => {
             if !st.log_path.is_empty() {
                 remove_logs(Path::new(&st.log_path), report)
-                    .map_err(|e| format!("removing its logs: {e}"))?;
+                    .map_err(|e| GcError::io("removing its logs", e))?;
             }
             remove_termination_file(&st, pods_dir)?;
         }
         Err(e) if e.is_not_found() => return Ok(()),
-        Err(e) => return Err(format!("status: {e}")),
+        Err(e) => return Err(GcError::cri("status", e)),
     }
     match rt.remove_container(v.id).await {
-        Err(e) if !e.is_not_found() => Err(e.to_string()),
+        Err(e) if !e.is_not_found() => Err(GcError::cri("", e)),
         _ => Ok(()),
     }
 }
 
 /// Removes the container's termination-message file (only the agent's own: a mount of
 /// something else at that path is not ours).
-fn remove_termination_file(st: &pb::ContainerStatus, pods_dir: &Path) -> Result<(), String> {
+fn remove_termination_file(st: &pb::ContainerStatus, pods_dir: &Path) -> Result<(), GcError> {
     let Some(file) = termination::agent_file(st, pods_dir) else {
         return Ok(());
     };
     match std::fs::remove_file(&file) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(format!(
-            "removing its termination-message file {}: {e}",
-            file.display()
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(GcError::io(
+            format!("removing its termination-message file {}", file.display()),
+            e,
         )),
         _ => Ok(()),
     }

@@ -22,9 +22,13 @@ use std::collections::{BTreeMap, HashSet};
 /// A container the pass should remove.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Victim<'a> {
+    /// Its runtime id.
     pub id: &'a str,
+    /// The UID of its pod.
     pub pod_uid: &'a str,
+    /// The container's name.
     pub name: &'a str,
+    /// Its attempt number.
     pub attempt: u32,
     /// Nanoseconds since the Unix epoch.
     pub created_at: i64,

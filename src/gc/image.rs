@@ -19,11 +19,13 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// What one pass saw and did.
 #[derive(Debug, Default)]
 pub struct ImageGcReport {
+    /// The image filesystem's usage, when the runtime reports it.
     pub usage: Option<Usage>,
     /// Bytes the policy asked to free, and why (`None`: under both marks).
     pub to_free: Option<(u64, Trigger)>,
     /// Removed images (id, size), in removal order.
     pub removed: Vec<(String, u64)>,
+    /// Bytes freed by the images removed.
     pub bytes_freed: u64,
     /// Images whose removal failed (id, reason); retried next pass.
     pub failed: Vec<(String, String)>,

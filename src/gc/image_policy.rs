@@ -22,7 +22,9 @@ use std::collections::HashSet;
 /// The image filesystem: bytes used by images (ImageFsInfo) and its capacity (statvfs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Usage {
+    /// Bytes used.
     pub used: u64,
+    /// Bytes the filesystem holds.
     pub capacity: u64,
 }
 
@@ -70,9 +72,13 @@ fn mul_div(a: u64, b: u64, c: u64) -> u64 {
 /// `last_used` 0 means never seen in use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Candidate<'a> {
+    /// The image's id.
     pub id: &'a str,
+    /// Its size in bytes.
     pub size: u64,
+    /// When it was first seen (seconds since the epoch).
     pub first_detected: u64,
+    /// When a container last used it (seconds since the epoch).
     pub last_used: u64,
 }
 

@@ -19,8 +19,11 @@ pub const FILE_NAME: &str = "images.json";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Record {
+    /// When it was first seen (seconds since the epoch).
     pub first_detected: u64,
+    /// When a container last used it (seconds since the epoch).
     pub last_used: u64,
+    /// A container uses it now.
     #[serde(default)]
     pub in_use: bool,
 }
@@ -122,14 +125,17 @@ impl ImageRecords {
         }
     }
 
+    /// The record of image `id`.
     pub fn get(&self, id: &str) -> Option<&Record> {
         self.records.get(id)
     }
 
+    /// How many images have a record.
     pub fn len(&self) -> usize {
         self.records.len()
     }
 
+    /// Whether no image has a record.
     pub fn is_empty(&self) -> bool {
         self.records.is_empty()
     }

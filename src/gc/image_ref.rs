@@ -86,6 +86,7 @@ pub struct ImageIndex<'a> {
 }
 
 impl<'a> ImageIndex<'a> {
+    /// An index of the runtime's `images`.
     pub fn new(images: &'a [pb::Image]) -> Self {
         let names: usize = images
             .iter()

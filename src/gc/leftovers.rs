@@ -9,7 +9,7 @@
 //! could reach data that is not ours.
 
 use crate::kuberuntime::mountinfo::{self, mount_points};
-use crate::kuberuntime::pod_dir;
+use crate::kuberuntime::teardown;
 use std::collections::HashSet;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -31,7 +31,9 @@ pub fn is_leftover(uid: &str, desired: &HashSet<&str>, sandbox_uids: &HashSet<&s
 /// What a leftover sweep did.
 #[derive(Debug, Default)]
 pub struct LeftoverReport {
+    /// The directories (and mounts) removed.
     pub removed: Vec<PathBuf>,
+    /// Bytes freed.
     pub bytes_freed: u64,
     /// Directories that could not be removed (retried next pass), with the reason.
     pub failed: Vec<(PathBuf, String)>,
@@ -68,7 +70,7 @@ pub fn sweep(
     }
     // Our own mounts (still there after an agent restart) go first.
     for dir in victims.iter().filter(|d| d.starts_with(pods_dir)) {
-        match pod_dir::unmount_all(dir) {
+        match teardown::unmount_all(dir) {
             Ok(done) => done
                 .iter()
                 .for_each(|d| log::info!("unmounted leftover {}", d.display())),

@@ -15,6 +15,7 @@
 //! back so the next pass retries; a missing live file is re-created by a reopen; leftover
 //! `.tmp` files are removed; exited containers are skipped (they write nothing more).
 
+use super::error::GcError;
 use crate::cri::{pb, CriError, RuntimeClient};
 use crate::kuberuntime::labels;
 use std::collections::HashMap;
@@ -88,6 +89,7 @@ pub struct RotationReport {
     pub rotated: Vec<PathBuf>,
     /// Old rotated files deleted, and their bytes.
     pub removed: Vec<PathBuf>,
+    /// The bytes of those.
     pub bytes_removed: u64,
     /// Containers whose rotation failed this pass (retried next pass): id and reason.
     pub failed: Vec<(String, String)>,
@@ -102,6 +104,7 @@ pub struct LogRotator {
 }
 
 impl LogRotator {
+    /// A rotator keeping logs under `max_size` bytes and `max_files` files per container.
     pub fn new(max_size: u64, max_files: u32) -> Self {
         LogRotator {
             max_size,
@@ -129,7 +132,7 @@ impl LogRotator {
         {
             if let Err(e) = self.rotate_one(rt, &c.id, &mut report).await {
                 log::warn!("log rotation of container {}: {e}", c.id);
-                report.failed.push((c.id.clone(), e));
+                report.failed.push((c.id.clone(), e.to_string()));
             }
         }
         for p in &report.rotated {
@@ -150,11 +153,14 @@ impl LogRotator {
         rt: &RuntimeClient,
         id: &str,
         report: &mut RotationReport,
-    ) -> Result<(), String> {
+    ) -> Result<(), GcError> {
         let path = match self.log_paths.get(id) {
             Some(p) => p.clone(),
             None => {
-                let st = rt.container_status(id).await.map_err(|e| e.to_string())?;
+                let st = rt
+                    .container_status(id)
+                    .await
+                    .map_err(|e| GcError::cri("", e))?;
                 let p = PathBuf::from(st.log_path);
                 self.log_paths.insert(id.to_string(), p.clone());
                 p
@@ -168,18 +174,17 @@ impl LogRotator {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 // Lost between a rename and a reopen (e.g. the agent died there):
                 // a reopen creates it again.
-                return rt
-                    .reopen_container_log(id)
-                    .await
-                    .map_err(|e| format!("{} missing and reopen failed: {e}", path.display()));
+                return rt.reopen_container_log(id).await.map_err(|e| {
+                    GcError::cri(format!("{} missing and reopen failed", path.display()), e)
+                });
             }
-            Err(e) => return Err(format!("{}: {e}", path.display())),
+            Err(e) => return Err(GcError::at(&path, e)),
         };
         if size < self.max_size {
             return Ok(());
         }
         let (dir, live) = split(&path)?;
-        let names = dir_names(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let names = dir_names(dir).map_err(|e| GcError::at(dir, e))?;
         let plan = plan_rotation(
             live,
             size,
@@ -200,12 +205,12 @@ impl LogRotator {
                     report.removed.push(p);
                 }
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => return Err(format!("removing {}: {e}", p.display())),
+                Err(e) => return Err(GcError::io(format!("removing {}", p.display()), e)),
             }
         }
         let rotated = dir.join(&target);
         std::fs::rename(&path, &rotated)
-            .map_err(|e| format!("renaming {} to {target}: {e}", path.display()))?;
+            .map_err(|e| GcError::io(format!("renaming {} to {target}", path.display()), e))?;
         if let Err(e) = rt.reopen_container_log(id).await {
             // Put it back so the runtime's file is the live one again; retried next pass.
             if let Err(back) = std::fs::rename(&rotated, &path) {
@@ -215,7 +220,7 @@ impl LogRotator {
                     path.display()
                 );
             }
-            return Err(format!("reopening the log: {e}"));
+            return Err(GcError::cri("reopening the log", e));
         }
         report.rotated.push(rotated);
         Ok(())
@@ -223,14 +228,14 @@ impl LogRotator {
 }
 
 /// `(directory, file name)` of a log path.
-fn split(path: &Path) -> Result<(&Path, &str), String> {
+fn split(path: &Path) -> Result<(&Path, &str), GcError> {
     let dir = path
         .parent()
-        .ok_or_else(|| format!("{}: no directory", path.display()))?;
+        .ok_or_else(|| GcError::LogPath(path.into(), "no directory"))?;
     let name = path
         .file_name()
         .and_then(|n| n.to_str())
-        .ok_or_else(|| format!("{}: not a UTF-8 file name", path.display()))?;
+        .ok_or_else(|| GcError::LogPath(path.into(), "not a UTF-8 file name"))?;
     Ok((dir, name))
 }
 

@@ -20,10 +20,12 @@
 //! - [`leftovers`]: volume and log directories of deleted pods.
 //! - [`empty_dir_limit`]: disk emptyDir usage against `sizeLimit` (warn, not evict).
 //! - [`logs`]: container log rotation (rename + ReopenContainerLog).
+//! - [`error`]: why a removal or rotation failed (its step and cause).
 
 pub mod container;
 pub mod container_policy;
 pub mod empty_dir_limit;
+pub mod error;
 pub mod image;
 pub mod image_policy;
 pub mod image_records;

@@ -44,8 +44,11 @@ const MAX_NAME: usize = 255;
 /// One file of a volume: its path relative to the volume, content and mode.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileProjection {
+    /// Its path relative to the volume's root.
     pub path: String,
+    /// Its content.
     pub data: Vec<u8>,
+    /// Its mode bits.
     pub mode: u32,
 }
 

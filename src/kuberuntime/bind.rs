@@ -34,9 +34,13 @@ const MAX_STACK: usize = 16;
 
 /// Where a mount of a container is bound.
 pub struct Target<'a> {
+    /// The agent's pods directory.
     pub pods_dir: &'a Path,
+    /// The pod's UID.
     pub uid: &'a str,
+    /// The volume's name.
     pub volume: &'a str,
+    /// The container's name.
     pub container: &'a str,
     /// The mount's index in the container's `volumeMounts`.
     pub index: usize,

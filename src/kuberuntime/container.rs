@@ -15,9 +15,13 @@ use std::path::{Path, PathBuf};
 
 /// What a container config is built from besides the pod and container.
 pub struct ContainerContext<'a> {
+    /// The agent's pods directory.
     pub pods_dir: &'a Path,
+    /// Where hostPath volumes may point.
     pub allowed_host_paths: &'a [PathBuf],
+    /// What the downward API and env tell the container.
     pub facts: &'a PodFacts,
+    /// The configMaps and secrets the container refers to.
     pub objects: &'a dyn Objects,
     /// Bytes of memory of the machine, for the Burstable oom_score_adj.
     pub mem_capacity: i64,

@@ -8,13 +8,17 @@ use crate::model::pod::{DnsPolicy, PodDnsConfig};
 
 /// kubelet's limits on the generated resolv.conf.
 pub const MAX_NAMESERVERS: usize = 3;
+/// Most search domains passed to a pod (kubelet's limit).
 pub const MAX_SEARCHES: usize = 32;
 
 /// What a resolv.conf says (the parts CRI carries).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ResolvConf {
+    /// `nameserver` addresses.
     pub servers: Vec<String>,
+    /// `search` domains.
     pub searches: Vec<String>,
+    /// `options`.
     pub options: Vec<String>,
 }
 

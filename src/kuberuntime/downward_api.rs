@@ -9,10 +9,11 @@
 //! re-applying the pod reaches the container's files without a restart.
 
 use super::atomic_writer::FileProjection;
+use super::SyncError;
 use crate::model::projected::DownwardApiVolumeFile;
 use crate::model::Pod;
 use std::collections::BTreeMap;
-use std::fmt::Write;
+use std::fmt::{self, Write};
 
 /// The files of `items`; `default_mode` for those that set no mode. The error names
 /// the item by its path.
@@ -20,11 +21,14 @@ pub fn files(
     pod: &Pod,
     items: &[DownwardApiVolumeFile],
     default_mode: u32,
-) -> Result<Vec<FileProjection>, String> {
+) -> Result<Vec<FileProjection>, ItemError> {
     items
         .iter()
         .map(|it| {
-            let data = value(pod, it).map_err(|e| format!("item {:?}: {e}", it.path))?;
+            let data = value(pod, it).map_err(|why| ItemError {
+                path: it.path.clone(),
+                why,
+            })?;
             Ok(FileProjection {
                 path: it.path.clone(),
                 data: data.into_bytes(),
@@ -35,22 +39,22 @@ pub fn files(
 }
 
 /// The content of one file.
-fn value(pod: &Pod, it: &DownwardApiVolumeFile) -> Result<String, String> {
+fn value(pod: &Pod, it: &DownwardApiVolumeFile) -> Result<String, ValueError> {
     if let Some(f) = &it.field_ref {
         return field(pod, &f.field_path);
     }
     let Some(r) = &it.resource_field_ref else {
-        return Err("neither fieldRef nor resourceFieldRef".into());
+        return Err(ValueError::NoSource);
     };
     let c = pod
         .all_containers()
         .find(|c| c.name == r.container_name)
-        .ok_or_else(|| format!("no container {:?} in the pod", r.container_name))?;
-    super::env::resource_value(c, r).map_err(|e| e.message)
+        .ok_or_else(|| ValueError::NoContainer(r.container_name.clone()))?;
+    super::env::resource_value(c, r).map_err(ValueError::Resource)
 }
 
 /// A pod field allowed in volumes.
-fn field(pod: &Pod, path: &str) -> Result<String, String> {
+fn field(pod: &Pod, path: &str) -> Result<String, ValueError> {
     let m = &pod.metadata;
     let subscript = |prefix: &str| {
         path.strip_prefix(prefix)
@@ -69,7 +73,7 @@ fn field(pod: &Pod, path: &str) -> Result<String, String> {
             } else if let Some(k) = subscript("metadata.annotations['") {
                 m.annotations.get(&k).cloned().unwrap_or_default()
             } else {
-                return Err(format!("unsupported fieldPath {path:?}"));
+                return Err(ValueError::UnsupportedField(path.to_string()));
             }
         }
     })
@@ -115,6 +119,60 @@ fn go_quote(out: &mut String, s: &str) {
         }
     }
     out.push('"');
+}
+
+/// Why the file of a downwardAPI item cannot be made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ItemError {
+    /// The item's path.
+    pub path: String,
+    /// Why.
+    pub why: ValueError,
+}
+
+/// Why an item's value cannot be had.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ValueError {
+    /// The item has neither a fieldRef nor a resourceFieldRef.
+    NoSource,
+    /// Its resourceFieldRef names no container of the pod.
+    NoContainer(String),
+    /// Its resourceFieldRef cannot be read.
+    Resource(SyncError),
+    /// Its fieldRef is not one a volume may show.
+    UnsupportedField(String),
+}
+
+impl fmt::Display for ItemError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "item {:?}: {}", self.path, self.why)
+    }
+}
+
+impl fmt::Display for ValueError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ValueError::NoSource => f.write_str("neither fieldRef nor resourceFieldRef"),
+            ValueError::NoContainer(name) => write!(f, "no container {name:?} in the pod"),
+            ValueError::Resource(e) => f.write_str(&e.message),
+            ValueError::UnsupportedField(path) => write!(f, "unsupported fieldPath {path:?}"),
+        }
+    }
+}
+
+impl std::error::Error for ItemError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.why)
+    }
+}
+
+impl std::error::Error for ValueError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ValueError::Resource(e) => Some(e),
+            _ => None,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -221,10 +279,12 @@ mod tests {
         assert!(files.iter().all(|f| f.mode == 0o400));
         let mut other = resource_item("x", "limits.cpu", None);
         other.resource_field_ref.as_mut().unwrap().container_name = "gone".into();
-        let e = super::files(&pod(), &[other], 0o644).unwrap_err();
+        let e = super::files(&pod(), &[other], 0o644)
+            .unwrap_err()
+            .to_string();
         assert_eq!(e, "item \"x\": no container \"gone\" in the pod");
         let bad = field_item("n", "spec.nodeName");
-        let e = super::files(&pod(), &[bad], 0o644).unwrap_err();
+        let e = super::files(&pod(), &[bad], 0o644).unwrap_err().to_string();
         assert_eq!(e, "item \"n\": unsupported fieldPath \"spec.nodeName\"");
     }
 }

@@ -8,13 +8,15 @@ pub use super::expand::Env;
 use super::SyncError;
 use crate::model::container::{EnvVar, ResourceFieldSelector};
 use crate::model::projected::ServiceAccountTokenProjection;
-use crate::model::{ConfigMap, Container, Pod, Secret};
+use crate::model::{ConfigMap, Container, Pod, Reason, Secret};
 
 /// Lookups of the objects a pod refers to (implemented by the store): `name` in the
 /// pod's namespace, from the pod's own source (a cluster pod sees only the cluster's
 /// objects, a local pod only the device's; see [`crate::model::pod::Source`]).
 pub trait Objects {
+    /// The configMap `name` in the pod's namespace, if there is one.
     fn configmap(&self, pod: &Pod, name: &str) -> Option<ConfigMap>;
+    /// The secret `name` in the pod's namespace, if there is one.
     fn secret(&self, pod: &Pod, name: &str) -> Option<Secret>;
 
     /// The service-account token a projected `serviceAccountToken` source of `pod`
@@ -55,8 +57,11 @@ pub fn no_token(pod: &Pod) -> String {
 /// Runtime facts a `fieldRef` can ask for.
 #[derive(Debug, Clone, Default)]
 pub struct PodFacts {
+    /// The node's name (`spec.nodeName`).
     pub node_name: String,
+    /// The host's IP (`status.hostIP`).
     pub host_ip: String,
+    /// The pod's IP (`status.podIP`).
     pub pod_ip: String,
 }
 
@@ -106,7 +111,7 @@ pub fn container_env(
 }
 
 fn config_error(message: String) -> SyncError {
-    SyncError::new("CreateContainerConfigError", message)
+    SyncError::new(Reason::CreateContainerConfigError, message)
 }
 
 /// The value of a `valueFrom` variable; `None` when an optional source is missing.

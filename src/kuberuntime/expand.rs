@@ -18,6 +18,7 @@
 //! `CreateContainerConfigError` naming the variable or argument.
 
 use super::SyncError;
+use crate::model::Reason;
 use std::collections::BTreeMap;
 use std::fmt::Display;
 
@@ -80,6 +81,7 @@ impl Env {
         &self.vars
     }
 
+    /// The variables, in order, as `(name, value)`.
     pub fn into_vars(self) -> Vec<(String, String)> {
         self.vars
     }
@@ -159,14 +161,14 @@ impl Bounded {
 
 fn too_long(what: String) -> SyncError {
     SyncError::new(
-        "CreateContainerConfigError",
+        Reason::CreateContainerConfigError,
         format!("{what} is longer than {MAX_STRING_BYTES} bytes (the kernel's limit for one variable or argument)"),
     )
 }
 
 fn too_much(what: String) -> SyncError {
     SyncError::new(
-        "CreateContainerConfigError",
+        Reason::CreateContainerConfigError,
         format!("{what} takes the container's environment, command and args past {MAX_TOTAL_BYTES} bytes"),
     )
 }
@@ -177,7 +179,7 @@ mod tests {
     use std::time::{Duration, Instant};
 
     fn message(e: SyncError) -> String {
-        assert_eq!(e.reason, "CreateContainerConfigError");
+        assert_eq!(e.reason, Reason::CreateContainerConfigError);
         e.message
     }
 

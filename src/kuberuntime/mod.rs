@@ -10,19 +10,24 @@ pub mod observed;
 pub mod sandbox;
 pub mod security;
 
+use crate::model::Reason;
+
 /// Why a pod or container could not be set up, in kubelet's terms: `reason` is what the
 /// container's waiting state shows (`CreateContainerConfigError`, `ErrImagePull`, ...),
 /// `message` the detail.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SyncError {
-    pub reason: String,
+    /// What the container's waiting state shows.
+    pub reason: Reason,
+    /// The detail, naming what failed.
     pub message: String,
 }
 
 impl SyncError {
-    pub fn new(reason: &str, message: impl Into<String>) -> Self {
+    /// An error with `reason` and `message`.
+    pub fn new(reason: Reason, message: impl Into<String>) -> Self {
         SyncError {
-            reason: reason.to_string(),
+            reason,
             message: message.into(),
         }
     }
@@ -44,6 +49,7 @@ pub mod pod_dir;
 pub mod projected;
 pub mod resources;
 pub mod status;
+pub mod teardown;
 pub mod termination;
 pub mod time;
 pub mod tmpfs;

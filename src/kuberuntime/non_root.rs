@@ -12,7 +12,9 @@ use crate::model::{Container, Pod};
 /// The user an image runs as, from CRI ImageStatus (`uid`, else `username`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ImageUser {
+    /// The image's numeric user, if it names one.
     pub uid: Option<i64>,
+    /// The image's user name, if it names one by name.
     pub username: String,
 }
 
@@ -48,7 +50,7 @@ fn run_as_user(pod: &Pod, c: &Container) -> Option<i64> {
 
 /// Refuses a container that would run as root against `runAsNonRoot`; `image` is the
 /// image's user (only looked at when [`needs_image_user`]).
-pub fn verify(pod: &Pod, c: &Container, image: &ImageUser) -> Result<(), String> {
+pub fn verify(pod: &Pod, c: &Container, image: &ImageUser) -> Result<(), NonRootError> {
     if !run_as_non_root(pod, c) {
         return Ok(());
     }
@@ -59,26 +61,71 @@ pub fn verify(pod: &Pod, c: &Container, image: &ImageUser) -> Result<(), String>
     );
     if let Some(user) = run_as_user(pod, c) {
         if user == 0 {
-            return Err(format!(
-                "container's runAsUser breaks non-root policy ({who})"
-            ));
+            return Err(NonRootError::RunAsUserRoot { who });
         }
         return Ok(());
     }
     match (image.uid, image.username.as_str()) {
-        (Some(0), _) | (None, "") => Err(format!(
-            "container has runAsNonRoot and image will run as root ({who})"
-        )),
-        (None, name) => Err(format!(
-            "container has runAsNonRoot and image has non-numeric user ({name}), cannot verify user is non-root ({who})"
-        )),
+        (Some(0), _) | (None, "") => Err(NonRootError::ImageRunsAsRoot { who }),
+        (None, name) => Err(NonRootError::NonNumericUser {
+            name: name.to_string(),
+            who,
+        }),
         (Some(_), _) => Ok(()),
     }
 }
 
+/// Why a container may not run under `runAsNonRoot` (kubelet's words); `who` names the
+/// pod and container.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NonRootError {
+    /// Its `runAsUser` is 0.
+    RunAsUserRoot {
+        /// The pod and container.
+        who: String,
+    },
+    /// Its image runs as root (uid 0, or no user).
+    ImageRunsAsRoot {
+        /// The pod and container.
+        who: String,
+    },
+    /// Its image names a user by name, which cannot be checked.
+    NonNumericUser {
+        /// The image's user.
+        name: String,
+        /// The pod and container.
+        who: String,
+    },
+}
+
+impl std::fmt::Display for NonRootError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NonRootError::RunAsUserRoot { who } => {
+                write!(f, "container's runAsUser breaks non-root policy ({who})")
+            }
+            NonRootError::ImageRunsAsRoot { who } => write!(
+                f,
+                "container has runAsNonRoot and image will run as root ({who})"
+            ),
+            NonRootError::NonNumericUser { name, who } => write!(
+                f,
+                "container has runAsNonRoot and image has non-numeric user ({name}), cannot verify user is non-root ({who})"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for NonRootError {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`super::verify`], its error as the status shows it.
+    fn verify(pod: &Pod, c: &Container, image: &ImageUser) -> Result<(), String> {
+        super::verify(pod, c, image).map_err(|e| e.to_string())
+    }
     use crate::model::container::SecurityContext;
     use crate::model::pod::PodSecurityContext;
 

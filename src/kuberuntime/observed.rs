@@ -9,49 +9,75 @@
 use super::labels;
 use crate::cri::pb;
 
+/// The runtime's view of one sandbox.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ObservedSandbox {
+    /// Its runtime id.
     pub id: String,
+    /// It is ready (not stopped).
     pub ready: bool,
+    /// Its attempt number.
     pub attempt: u32,
     /// Nanoseconds since the epoch.
     pub created_at: i64,
     /// Our sandbox-spec hash annotation ("" on sandboxes made by something else).
     pub hash: String,
+    /// Its IP ("" for hostNetwork or when not known).
     pub ip: String,
 }
 
+/// A container's state, as CRI reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum State {
+    /// Made, not started.
     Created,
+    /// Running.
     Running,
+    /// Exited.
     Exited,
+    /// The runtime does not know.
     Unknown,
 }
 
+/// The runtime's view of one container.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ObservedContainer {
+    /// Its runtime id.
     pub id: String,
+    /// The sandbox it runs in.
     pub sandbox_id: String,
+    /// The container's name in the pod spec.
     pub name: String,
+    /// Its state.
     pub state: State,
+    /// Its exit code (when exited).
     pub exit_code: i32,
+    /// The runtime's reason (when exited; "" when it gave none).
     pub reason: String,
+    /// The runtime's message, then the termination message.
     pub message: String,
     /// Nanoseconds since the epoch (0 = not yet).
     pub created_at: i64,
+    /// Nanoseconds since the epoch (0 = not yet).
     pub started_at: i64,
+    /// Nanoseconds since the epoch (0 = not yet).
     pub finished_at: i64,
+    /// Our container-spec hash annotation.
     pub hash: String,
+    /// Its restart count (the CRI attempt).
     pub restart_count: u32,
+    /// The image as the spec names it.
     pub image: String,
+    /// The image id it runs.
     pub image_ref: String,
 }
 
 /// The runtime's view of one pod, newest first in both lists.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ObservedPod {
+    /// The pod's sandboxes, newest first.
     pub sandboxes: Vec<ObservedSandbox>,
+    /// The pod's containers, newest first.
     pub containers: Vec<ObservedContainer>,
 }
 

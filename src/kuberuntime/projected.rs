@@ -21,15 +21,15 @@ use crate::model::pod::KeyToPath;
 use crate::model::projected::{
     ProjectedVolumeSource, ServiceAccountTokenProjection, VolumeProjection,
 };
-use crate::model::Pod;
+use crate::model::{Pod, Reason};
 use std::path::Path;
 
 /// The largest service-account token shown (a JWT is a few KiB).
 pub const MAX_TOKEN: usize = 64 << 10;
-const CONFIG_ERROR: &str = "CreateContainerConfigError";
+const CONFIG_ERROR: Reason = Reason::CreateContainerConfigError;
 
 /// Why a source has no files: its kind, the waiting reason, the message.
-type Failure = (&'static str, &'static str, String);
+type Failure = (&'static str, Reason, String);
 
 /// The files of the projected volume `name` of `pod`, whose directory is `dir`.
 pub fn files(
@@ -82,7 +82,7 @@ fn source(
         out.extend(keys(&entries, &c.items, mode).map_err(|e| (what, CONFIG_ERROR, e))?);
     } else if let Some(d) = &s.downward_api {
         let files = super::downward_api::files(pod, &d.items, mode);
-        out.extend(files.map_err(|e| ("downwardAPI", CONFIG_ERROR, e))?);
+        out.extend(files.map_err(|e| ("downwardAPI", CONFIG_ERROR, e.to_string()))?);
     } else if let Some(t) = &s.service_account_token {
         let data = token(pod, t, dir, objects)
             .map_err(|(reason, msg)| ("serviceAccountToken", reason, msg))?;
@@ -102,7 +102,7 @@ fn token(
     t: &ServiceAccountTokenProjection,
     dir: &Path,
     objects: &dyn Objects,
-) -> Result<Vec<u8>, (&'static str, String)> {
+) -> Result<Vec<u8>, (Reason, String)> {
     let why = match objects.service_account_token(pod, t) {
         Ok(token) => return Ok(token),
         Err(why) => why,
@@ -113,7 +113,7 @@ fn token(
     match why {
         NoToken::Later => Ok(Vec::new()),
         NoToken::Asked => Err((
-            "ContainerCreating",
+            Reason::ContainerCreating,
             "waiting for the cluster to issue the service-account token".into(),
         )),
         NoToken::Refused(msg) => Err((CONFIG_ERROR, msg)),

@@ -14,14 +14,19 @@ const MIN_QUOTA_US: i64 = 1000;
 /// The kernel's largest CFS quota (`max_cfs_runtime`, 2^44-1 us); a larger one is EINVAL.
 const MAX_QUOTA_US: i64 = (1 << 44) - 1;
 
+/// The pod's quality-of-service class (`status.qosClass`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum QosClass {
+    /// Every container has equal limits and requests for CPU and memory.
     Guaranteed,
+    /// Some container has a request or a limit.
     Burstable,
+    /// No container has any request or limit.
     BestEffort,
 }
 
 impl QosClass {
+    /// The class as written in the status.
     pub fn as_str(self) -> &'static str {
         match self {
             QosClass::Guaranteed => "Guaranteed",

@@ -12,7 +12,7 @@ use crate::model::status::{
     ContainerStateWaiting, ContainerStatus, PodCondition, PodConditionType, PodIp, PodPhase,
     PodStatus,
 };
-use crate::model::{Container, Pod};
+use crate::model::{Container, Pod, Reason};
 use std::collections::BTreeMap;
 
 /// What a running container's probes say (kubelet's `started` and `ready`).
@@ -27,16 +27,23 @@ pub struct ProbeStatus {
 /// A reason a container is not running that only the worker knows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Waiting {
-    pub reason: String,
+    /// What the container's waiting state shows.
+    pub reason: Reason,
+    /// The detail.
     pub message: String,
 }
 
+/// What [`pod_status`] computes the status from.
 pub struct StatusInput<'a> {
+    /// The pod's spec.
     pub pod: &'a Pod,
+    /// What the runtime shows of it.
     pub observed: &'a ObservedPod,
     /// By container name.
     pub waiting: &'a BTreeMap<String, Waiting>,
+    /// The status written last, if any.
     pub previous: Option<&'a PodStatus>,
+    /// The host's IP (`status.hostIP`).
     pub host_ip: &'a str,
     /// Runtime name for container ids (`containerd://ID`).
     pub runtime_name: &'a str,
@@ -50,7 +57,7 @@ pub struct StatusInput<'a> {
     pub probes: &'a BTreeMap<String, ProbeStatus>,
     /// Set when the pod as a whole has failed (activeDeadlineSeconds): phase Failed with
     /// this reason and message, whatever its containers do.
-    pub failed: Option<(&'a str, &'a str)>,
+    pub failed: Option<(Reason, &'a str)>,
     /// The terminal phase (Succeeded or Failed) the pod has already reached: kept,
     /// whatever its containers show now (kubelet never leaves one).
     pub terminal: Option<PodPhase>,
@@ -110,7 +117,7 @@ pub fn pod_status(input: &StatusInput) -> PodStatus {
         ..Default::default()
     };
     if let Some((reason, message)) = input.failed {
-        status.reason = reason.to_string();
+        status.reason = reason.into();
         status.message = message.to_string();
     }
     status.conditions = conditions(input, phase, init_done, &apps);
@@ -121,8 +128,8 @@ pub fn pod_status(input: &StatusInput) -> PodStatus {
 
 fn terminated(input: &StatusInput, c: &ObservedContainer) -> ContainerStateTerminated {
     let reason = match c.reason.as_str() {
-        "" if c.exit_code == 0 => "Completed".to_string(),
-        "" => "Error".to_string(),
+        "" if c.exit_code == 0 => Reason::Completed.into(),
+        "" => Reason::Error.into(),
         r => r.to_string(),
     };
     ContainerStateTerminated {
@@ -149,9 +156,10 @@ fn container_status(input: &StatusInput, spec: &Container) -> ContainerStatus {
         ..Default::default()
     };
     let Some(l) = latest else {
-        let (reason, message) = waiting.map_or(("ContainerCreating".into(), String::new()), |w| {
-            (w.reason.clone(), w.message.clone())
-        });
+        let (reason, message) = waiting
+            .map_or((Reason::ContainerCreating.into(), String::new()), |w| {
+                (w.reason.into(), w.message.clone())
+            });
         st.state.waiting = Some(ContainerStateWaiting { reason, message });
         st.started = Some(false);
         return st;
@@ -182,7 +190,7 @@ fn container_status(input: &StatusInput, spec: &Container) -> ContainerStatus {
         // Exited and being held back (CrashLoopBackOff, ...): waiting now, last run terminated.
         (State::Exited, Some(w)) => {
             st.state.waiting = Some(ContainerStateWaiting {
-                reason: w.reason.clone(),
+                reason: w.reason.into(),
                 message: w.message.clone(),
             });
             st.last_state = terminated_state(input, l);
@@ -198,9 +206,10 @@ fn container_status(input: &StatusInput, spec: &Container) -> ContainerStatus {
             st.started = Some(false);
         }
         (State::Created | State::Unknown, w) => {
-            let (reason, message) = w.map_or(("ContainerCreating".into(), String::new()), |w| {
-                (w.reason.clone(), w.message.clone())
-            });
+            let (reason, message) = w
+                .map_or((Reason::ContainerCreating.into(), String::new()), |w| {
+                    (w.reason.into(), w.message.clone())
+                });
             st.state.waiting = Some(ContainerStateWaiting { reason, message });
             st.last_state = input
                 .observed
@@ -282,13 +291,13 @@ fn conditions(
     let finished = matches!(phase, PodPhase::Succeeded | PodPhase::Failed);
     let ready = |_: ()| -> (bool, &str, String) {
         if finished {
-            (false, "PodCompleted", String::new())
+            (false, Reason::PodCompleted.as_str(), String::new())
         } else if unready.is_empty() {
             (true, "", String::new())
         } else {
             (
                 false,
-                "ContainersNotReady",
+                Reason::ContainersNotReady.as_str(),
                 format!("containers with unready status: [{}]", unready.join(" ")),
             )
         }
@@ -306,7 +315,7 @@ fn conditions(
             .collect();
         (
             false,
-            "ContainersNotInitialized",
+            Reason::ContainersNotInitialized.as_str(),
             format!("containers with incomplete status: [{}]", pending.join(" ")),
         )
     };

@@ -23,6 +23,7 @@ use crate::cri::pb;
 use crate::logs::join::Joiner;
 use crate::logs::line;
 use crate::model::container::TerminationMessagePolicy;
+use crate::model::Reason;
 use rustix::fs::{Mode, OFlags};
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
@@ -110,7 +111,7 @@ pub fn agent_file(st: &pb::ContainerStatus, pods_dir: &Path) -> Option<PathBuf> 
 pub fn message(st: &pb::ContainerStatus, pods_dir: &Path) -> String {
     let fallback = policy_of(st) == TerminationMessagePolicy::FallbackToLogsOnError
         && st.exit_code != 0
-        && st.reason != "ContainerCannotRun";
+        && !Reason::ContainerCannotRun.is(&st.reason);
     let (mut text, check_logs) = match agent_file(st, pods_dir) {
         None => (String::new(), fallback),
         Some(path) => match read_tail(&path, MAX_MESSAGE_BYTES) {

@@ -39,7 +39,7 @@ use super::{downward_api, projected, tmpfs, SyncError};
 use crate::cri::pb;
 use crate::model::container::VolumeMount;
 use crate::model::pod::{HostPathType, StorageMedium, Volume};
-use crate::model::{Container, Pod};
+use crate::model::{Container, Pod, Reason};
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
@@ -78,7 +78,7 @@ fn prepare_one(
 ) -> Result<(), SyncError> {
     let io_err = |what: &str, e: std::io::Error| {
         SyncError::new(
-            "CreateContainerConfigError",
+            Reason::CreateContainerConfigError,
             format!("volume {:?}: {what}: {e}", v.name),
         )
     };
@@ -138,7 +138,7 @@ fn volume_files(
     dir: &Path,
     objects: &dyn Objects,
 ) -> Result<Vec<FileProjection>, SyncError> {
-    let fail = |msg: String| SyncError::new("CreateContainerConfigError", msg);
+    let fail = |msg: String| SyncError::new(Reason::CreateContainerConfigError, msg);
     let mode = |m: Option<i32>| m.map_or(DEFAULT_MODE, |m| (m & 0o777) as u32);
     let (entries, items, default_mode) = if let Some(cm) = &v.config_map {
         match objects.configmap(pod, &cm.name) {
@@ -231,11 +231,15 @@ pub fn host_path(
     kind: HostPathType,
     allowed: &[PathBuf],
 ) -> Result<OwnedFd, SyncError> {
-    let refuse =
-        |why: String| SyncError::new("HostPathNotAllowed", format!("hostPath {path:?}: {why}"));
+    let refuse = |why: String| {
+        SyncError::new(
+            Reason::HostPathNotAllowed,
+            format!("hostPath {path:?}: {why}"),
+        )
+    };
     let config_error = |why: String| {
         SyncError::new(
-            "CreateContainerConfigError",
+            Reason::CreateContainerConfigError,
             format!("hostPath {path:?}: {why}"),
         )
     };
@@ -271,8 +275,13 @@ pub fn host_path(
             config_error(beneath::describe(&e))
         }
     })?;
-    check_type(fd.as_fd(), kind).map_err(config_error)?;
-    Ok(fd)
+    match is_of_type(fd.as_fd(), kind) {
+        Ok(true) => Ok(fd),
+        Ok(false) => Err(config_error(format!(
+            "is not a {kind:?} (or does not exist)"
+        ))),
+        Err(e) => Err(config_error(e.to_string())),
+    }
 }
 
 /// The canonical allowed prefix `path` (normalised) is at or below, and the rest of it.
@@ -314,22 +323,17 @@ fn open_host_path(root: BorrowedFd<'_>, rest: &Path, kind: HostPathType) -> io::
 }
 
 /// Whether the opened object is of the hostPath's `type`.
-fn check_type(fd: BorrowedFd<'_>, kind: HostPathType) -> Result<(), String> {
+fn is_of_type(fd: BorrowedFd<'_>, kind: HostPathType) -> io::Result<bool> {
     use rustix::fs::FileType as T;
-    let t = beneath::file_type(fd).map_err(|e| e.to_string())?;
-    let ok = match kind {
+    let t = beneath::file_type(fd)?;
+    Ok(match kind {
         HostPathType::Unset => true,
         HostPathType::Directory | HostPathType::DirectoryOrCreate => t == T::Directory,
         HostPathType::File | HostPathType::FileOrCreate => t == T::RegularFile,
         HostPathType::Socket => t == T::Socket,
         HostPathType::CharDevice => t == T::CharacterDevice,
         HostPathType::BlockDevice => t == T::BlockDevice,
-    };
-    if ok {
-        Ok(())
-    } else {
-        Err(format!("is not a {kind:?} (or does not exist)"))
-    }
+    })
 }
 
 /// The CRI mounts of container `c`; `env` is its environment (for `subPathExpr`).
@@ -366,7 +370,7 @@ fn mount(
     let v = pod.spec.volumes.iter().find(|v| v.name == m.name);
     let v = v.ok_or_else(|| {
         SyncError::new(
-            "CreateContainerConfigError",
+            Reason::CreateContainerConfigError,
             format!("volume {:?} is not declared", m.name),
         )
     })?;
@@ -379,7 +383,7 @@ fn mount(
     };
     let fail = |what: String| {
         SyncError::new(
-            "CreateContainerConfigError",
+            Reason::CreateContainerConfigError,
             format!(
                 "failed to prepare subPath for volumeMount {:?} of container {:?}: {what}",
                 m.name, at.container

@@ -13,8 +13,11 @@ pub const MAX_JOINED: usize = 1 << 20;
 /// A logical line: borrowed from the record or from the joiner's buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Joined<'a> {
+    /// The line's timestamp.
     pub time: &'a [u8],
+    /// Its stream.
     pub stream: Stream,
+    /// Its message, without the newline.
     pub msg: &'a [u8],
 }
 

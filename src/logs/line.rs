@@ -9,7 +9,9 @@
 /// Which output of the container a record came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Stream {
+    /// The container's standard output.
     Stdout,
+    /// The container's standard error.
     Stderr,
 }
 
@@ -28,6 +30,7 @@ impl Stream {
 pub struct Record<'a> {
     /// The runtime's timestamp, as written (RFC 3339 with nanoseconds).
     pub time: &'a [u8],
+    /// Which stream.
     pub stream: Stream,
     /// `true` for a `P` record: the message continues in the next record of the stream.
     pub partial: bool,

@@ -29,6 +29,7 @@ pub struct LineReader<R> {
 }
 
 impl<R: Read> LineReader<R> {
+    /// Reads the lines of `inner`.
     pub fn new(inner: R) -> Self {
         LineReader {
             inner,

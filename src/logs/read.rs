@@ -18,6 +18,7 @@ use std::time::Duration;
 /// How often a followed file is checked for new data.
 pub const FOLLOW_POLL: Duration = Duration::from_millis(200);
 
+/// What `tinylet logs` reads of a container's log.
 #[derive(Debug, Clone, Default)]
 pub struct ReadOptions {
     /// Only the last N logical lines (of what exists when reading starts).

@@ -8,14 +8,19 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ConfigMap {
+    /// Always `ConfigMap`.
     pub kind: String,
+    /// Always `v1`.
     pub api_version: String,
+    /// Its name, namespace, labels, ...
     pub metadata: ObjectMeta,
+    /// UTF-8 values by key.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub data: BTreeMap<String, String>,
     /// Values are base64 text, checked when parsed.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub binary_data: BTreeMap<String, String>,
+    /// Set: the data never changes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub immutable: Option<bool>,
 }

@@ -1,6 +1,9 @@
 //! v1.Container and everything inside it: env, ports, mounts, resources, probes,
 //! lifecycle hooks and the container security context.
 
+// Fields and variants are the Kubernetes API fields and values of the same name.
+#![allow(missing_docs)]
+
 use super::quantity::Quantity;
 use super::serde_util::{is_false, is_zero};
 use serde::de::{self, Visitor};

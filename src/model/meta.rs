@@ -25,15 +25,19 @@ pub struct ObjectMeta {
     /// Unique id kept for the object's life; assigned by the store when first stored.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub uid: String,
+    /// The object's labels.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
+    /// The object's annotations.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub annotations: BTreeMap<String, String>,
     /// RFC 3339 (`2026-11-29T22:40:28Z`); kubectl writes `null` for a new object.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub creation_timestamp: Option<String>,
+    /// The spec's generation (the API server's counter).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub generation: Option<i64>,
+    /// The API server's version of the object (cluster objects only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resource_version: Option<String>,
     /// RFC 3339; set by the API server once the object is being deleted.
@@ -48,6 +52,8 @@ pub struct ObjectMeta {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct TypeMeta {
+    /// The object's kind (`Pod`, ...).
     pub kind: String,
+    /// The object's API version (`v1`).
     pub api_version: String,
 }

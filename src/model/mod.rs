@@ -17,6 +17,7 @@ mod nulls;
 pub mod pod;
 pub mod projected;
 pub mod quantity;
+pub mod reason;
 pub mod secret;
 mod serde_util;
 pub mod status;
@@ -30,6 +31,7 @@ pub use container::Container;
 pub use meta::ObjectMeta;
 pub use pod::{Pod, PodSpec};
 pub use quantity::Quantity;
+pub use reason::Reason;
 pub use secret::Secret;
 pub use status::PodStatus;
 
@@ -43,6 +45,7 @@ pub const MAX_MANIFEST_BYTES: usize = 1 << 20;
 /// Why a manifest was refused: one line per problem, each prefixed with the source.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModelError {
+    /// Every problem found, each naming the source and the field.
     pub messages: Vec<String>,
 }
 
@@ -116,8 +119,11 @@ impl std::error::Error for ModelError {}
 /// One of the kinds the agent stores.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Object {
+    /// A Pod.
     Pod(Box<Pod>),
+    /// A ConfigMap.
     ConfigMap(ConfigMap),
+    /// A Secret.
     Secret(Secret),
 }
 
@@ -134,6 +140,7 @@ impl Object {
         }
     }
 
+    /// The object's metadata.
     pub fn meta(&self) -> &ObjectMeta {
         match self {
             Object::Pod(p) => &p.metadata,
@@ -142,6 +149,7 @@ impl Object {
         }
     }
 
+    /// The object's metadata, to change.
     pub fn meta_mut(&mut self) -> &mut ObjectMeta {
         match self {
             Object::Pod(p) => &mut p.metadata,
@@ -150,10 +158,12 @@ impl Object {
         }
     }
 
+    /// The object's namespace.
     pub fn namespace(&self) -> &str {
         &self.meta().namespace
     }
 
+    /// The object's name.
     pub fn name(&self) -> &str {
         &self.meta().name
     }

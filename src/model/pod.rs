@@ -4,6 +4,9 @@
 //! ignored so manifests written by kubectl parse as they are; `null` reads as absent,
 //! as in Go. Defaults the API server would fill in are applied by [`super::defaults`].
 
+// Fields and variants are the Kubernetes API fields and values of the same name.
+#![allow(missing_docs)]
+
 use super::container::{Container, SecurityProfile};
 use super::meta::ObjectMeta;
 use super::projected::{DownwardApiVolumeSource, ProjectedVolumeSource};

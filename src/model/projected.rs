@@ -8,6 +8,9 @@
 //! (`defaultMode` 0644, `expirationSeconds` 3600, a fieldRef's `apiVersion` v1) are
 //! applied by [`super::defaults`].
 
+// Fields and variants are the Kubernetes API fields and values of the same name.
+#![allow(missing_docs)]
+
 use super::container::{ObjectFieldSelector, ResourceFieldSelector};
 use serde::{Deserialize, Serialize};
 

@@ -27,11 +27,10 @@ pub struct Quantity {
 
 impl Quantity {
     /// Parses a quantity string; the error says what is wrong and what is expected.
-    pub fn parse(s: &str) -> Result<Quantity, String> {
-        let nanos = parse_nanos(s).map_err(|why| {
-            format!(
-                "invalid quantity {s:?}: {why} (expected a number with an optional suffix n, u, m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei or exponent e<N>, like 500m, 64Mi or 1e3)"
-            )
+    pub fn parse(s: &str) -> Result<Quantity, QuantityError> {
+        let nanos = parse_nanos(s).map_err(|why| QuantityError {
+            text: s.to_owned(),
+            why,
         })?;
         Ok(Quantity {
             text: s.to_owned(),
@@ -71,6 +70,7 @@ impl Quantity {
         })
     }
 
+    /// Whether the quantity is zero.
     pub fn is_zero(&self) -> bool {
         self.nanos == 0
     }
@@ -96,8 +96,56 @@ fn format_nanos(n: i128) -> String {
     format!("{sign}{int}.{}", frac.trim_end_matches('0'))
 }
 
+/// A string that is not a quantity: the text and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuantityError {
+    /// The text given.
+    pub text: String,
+    /// What is wrong.
+    pub why: Why,
+}
+
+/// What is wrong with a quantity's text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Why {
+    /// No text.
+    Empty,
+    /// No digit before or after the point.
+    NoDigits,
+    /// A suffix that is neither a known one nor an exponent.
+    UnknownSuffix(String),
+    /// An exponent too large to read.
+    ExponentOutOfRange(String),
+    /// Larger than Kubernetes allows.
+    TooLarge,
+}
+
+impl fmt::Display for QuantityError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "invalid quantity {:?}: {} (expected a number with an optional suffix n, u, m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei or exponent e<N>, like 500m, 64Mi or 1e3)",
+            self.text, self.why
+        )
+    }
+}
+
+impl fmt::Display for Why {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Why::Empty => f.write_str("empty"),
+            Why::NoDigits => f.write_str("no digits"),
+            Why::UnknownSuffix(s) => write!(f, "unknown suffix {s:?}"),
+            Why::ExponentOutOfRange(s) => write!(f, "exponent {s:?} out of range"),
+            Why::TooLarge => f.write_str("too large (the limit is 9223372036854775807)"),
+        }
+    }
+}
+
+impl std::error::Error for QuantityError {}
+
 /// The multiplier of a suffix: (power of two, power of ten).
-fn suffix_scale(suffix: &str) -> Result<(u32, i64), String> {
+fn suffix_scale(suffix: &str) -> Result<(u32, i64), Why> {
     let known = match suffix {
         "" => Some((0, 0)),
         "n" => Some((0, -9)),
@@ -129,15 +177,15 @@ fn suffix_scale(suffix: &str) -> Result<(u32, i64), String> {
         });
     match exp.map(str::parse::<i64>) {
         Some(Ok(e)) => Ok((0, e)),
-        Some(Err(_)) => Err(format!("exponent {suffix:?} out of range")),
-        _ => Err(format!("unknown suffix {suffix:?}")),
+        Some(Err(_)) => Err(Why::ExponentOutOfRange(suffix.to_string())),
+        _ => Err(Why::UnknownSuffix(suffix.to_string())),
     }
 }
 
 /// Parses `s` into nano-units, rounding sub-nano remainders away from zero.
-fn parse_nanos(s: &str) -> Result<i128, String> {
+fn parse_nanos(s: &str) -> Result<i128, Why> {
     if s.is_empty() {
-        return Err("empty".into());
+        return Err(Why::Empty);
     }
     let (negative, rest) = match s.as_bytes().first() {
         Some(b'-') => (true, &s[1..]),
@@ -151,17 +199,16 @@ fn parse_nanos(s: &str) -> Result<i128, String> {
         None => ("", after),
     };
     if int.is_empty() && frac.is_empty() {
-        return Err("no digits".into());
+        return Err(Why::NoDigits);
     }
     let (pow2, pow10) = suffix_scale(suffix)?;
     let int = int.trim_start_matches('0');
     if int.is_empty() && frac.bytes().all(|b| b == b'0') {
         return Ok(0);
     }
-    let too_large = || "too large (the limit is 9223372036854775807)".to_string();
     let magnitude = scale_digits(int, frac, pow10.saturating_add(9), 1i128 << pow2)
         .filter(|n| *n <= MAX_NANOS)
-        .ok_or_else(too_large)?;
+        .ok_or(Why::TooLarge)?;
     Ok(if negative { -magnitude } else { magnitude })
 }
 
@@ -359,7 +406,7 @@ mod tests {
             ("++1", "no digits"),
             ("1\0", "unknown suffix"),
         ] {
-            let e = Quantity::parse(s).expect_err(s);
+            let e = Quantity::parse(s).expect_err(s).to_string();
             assert!(e.contains(why), "{s:?}: {e}");
             assert!(e.starts_with(&format!("invalid quantity {s:?}: ")), "{e}");
         }

@@ -6,8 +6,11 @@ use super::meta::ObjectMeta;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// `type` of a secret of arbitrary keys.
 pub const TYPE_OPAQUE: &str = "Opaque";
+/// `type` of a secret holding a `.dockerconfigjson` key.
 pub const TYPE_DOCKER_CONFIG_JSON: &str = "kubernetes.io/dockerconfigjson";
+/// `type` of a secret holding a `.dockercfg` key (the older format).
 pub const TYPE_DOCKERCFG: &str = "kubernetes.io/dockercfg";
 /// The data key holding a `~/.docker/config.json` (`{"auths": {...}}`).
 pub const DOCKER_CONFIG_JSON_KEY: &str = ".dockerconfigjson";
@@ -19,16 +22,22 @@ pub const DOCKERCFG_KEY: &str = ".dockercfg";
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Secret {
+    /// Always `Secret`.
     pub kind: String,
+    /// Always `v1`.
     pub api_version: String,
+    /// Its name, namespace, labels, ...
     pub metadata: ObjectMeta,
+    /// Base64 values by key.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub data: BTreeMap<String, String>,
+    /// Plain-text values by key (merged into `data` when parsed).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub string_data: BTreeMap<String, String>,
     /// `Opaque` when absent; any string is allowed, as in Kubernetes.
     #[serde(rename = "type")]
     pub type_: String,
+    /// Set: the data never changes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub immutable: Option<bool>,
 }
@@ -92,10 +101,13 @@ impl Secret {
 /// Credentials for one registry, as the CRI `AuthConfig` wants them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RegistryAuth {
+    /// The registry user name.
     pub username: String,
+    /// The registry password.
     pub password: String,
     /// base64 of `username:password`, when the config gave it.
     pub auth: String,
+    /// An identity token for the registry.
     pub identity_token: String,
 }
 

@@ -3,6 +3,9 @@
 //! Serialized the way kubectl shows it: empty and absent fields are left out, except
 //! container states, which print as `{}` when nothing is known.
 
+// Fields and variants are the Kubernetes API fields and values of the same name.
+#![allow(missing_docs)]
+
 use super::serde_util::is_zero;
 use serde::{Deserialize, Serialize};
 

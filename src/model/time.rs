@@ -24,12 +24,28 @@ pub fn now_rfc3339() -> String {
     format_rfc3339(SystemTime::now())
 }
 
+/// A string that is not an RFC 3339 time at or after 1970 (the string).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadTime(pub String);
+
+impl std::fmt::Display for BadTime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "expected an RFC 3339 time like \"2026-11-29T22:40:28Z\", got {:?}",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for BadTime {}
+
 /// Parses an RFC 3339 timestamp (`Z` or `±HH:MM` offset, optional fraction) at or after
 /// 1970; the error names what was expected.
-pub fn parse_rfc3339(s: &str) -> Result<SystemTime, String> {
-    let bad = || format!("expected an RFC 3339 time like \"2026-11-29T22:40:28Z\", got {s:?}");
+pub fn parse_rfc3339(s: &str) -> Result<SystemTime, BadTime> {
+    let bad = || BadTime(s.to_string());
     let b = s.as_bytes();
-    let num = |from: usize, len: usize| -> Result<i64, String> {
+    let num = |from: usize, len: usize| -> Result<i64, BadTime> {
         let part = b.get(from..from + len).ok_or_else(bad)?;
         if !part.iter().all(u8::is_ascii_digit) {
             return Err(bad());
@@ -173,7 +189,7 @@ mod tests {
             "2026-11-29T22:40:28Zjunk",
             "２026-11-29T22:40:28Z",
         ] {
-            let e = parse_rfc3339(s).expect_err(s);
+            let e = parse_rfc3339(s).expect_err(s).to_string();
             assert!(e.contains("RFC 3339"), "{e}");
         }
     }

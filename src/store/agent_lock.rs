@@ -17,7 +17,7 @@
 use super::atomic;
 use std::fs::File;
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The held lock; dropping it (or the process ending) releases it.
 #[derive(Debug)]
@@ -27,11 +27,11 @@ pub struct AgentLock {
 
 /// Takes the agent's lock on `state_dir` (created 0700 if missing). The error says the
 /// directory is in use and by which process, when that can be found.
-pub fn acquire(state_dir: &Path) -> Result<AgentLock, String> {
+pub fn acquire(state_dir: &Path) -> Result<AgentLock, LockError> {
     let show = state_dir.display();
     atomic::ensure_dir(state_dir, atomic::SECRET_DIR_MODE, false)
-        .map_err(|e| format!("state directory {show}: {e}"))?;
-    let dir = atomic::open_dir(state_dir).map_err(|e| format!("state directory {show}: {e}"))?;
+        .map_err(|e| LockError::Dir(state_dir.into(), e))?;
+    let dir = atomic::open_dir(state_dir).map_err(|e| LockError::Dir(state_dir.into(), e))?;
     use rustix::fs::{flock, FlockOperation};
     match flock(&dir, FlockOperation::NonBlockingLockExclusive) {
         Ok(()) => Ok(AgentLock { _dir: Some(dir) }),
@@ -44,17 +44,46 @@ pub fn acquire(state_dir: &Path) -> Result<AgentLock, String> {
                     || "another process".to_string(),
                     |(pid, comm)| format!("pid {pid} ({comm})"),
                 );
-            Err(format!(
-                "state directory {show} is in use by {holder}: only one `tinylet run` may \
-                 use a state directory (the operator commands apply, get and delete work \
-                 beside it)"
-            ))
+            Err(LockError::InUse(state_dir.into(), holder))
         }
         Err(e) => {
             log::warn!(
                 "state directory {show}: cannot lock it ({e}); nothing stops a second agent here"
             );
             Ok(AgentLock { _dir: None })
+        }
+    }
+}
+
+/// Why the agent's lock cannot be had.
+#[derive(Debug)]
+pub enum LockError {
+    /// The state directory cannot be made or opened.
+    Dir(PathBuf, std::io::Error),
+    /// Another process holds the lock (`pid N (comm)`, or "another process").
+    InUse(PathBuf, String),
+}
+
+impl std::fmt::Display for LockError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LockError::Dir(dir, e) => write!(f, "state directory {}: {e}", dir.display()),
+            LockError::InUse(dir, holder) => write!(
+                f,
+                "state directory {} is in use by {holder}: only one `tinylet run` may \
+                 use a state directory (the operator commands apply, get and delete work \
+                 beside it)",
+                dir.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for LockError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            LockError::Dir(_, e) => Some(e),
+            LockError::InUse(..) => None,
         }
     }
 }
@@ -109,7 +138,7 @@ mod tests {
         let _ = std::fs::remove_dir_all(&d);
         let first = acquire(&d.join("state")).unwrap();
         // flock locks belong to the open file: a second open in this process conflicts.
-        let e = acquire(&d.join("state")).unwrap_err();
+        let e = acquire(&d.join("state")).unwrap_err().to_string();
         assert!(e.contains(&d.join("state").display().to_string()), "{e}");
         assert!(
             e.contains(&format!("pid {}", std::process::id())),

@@ -4,14 +4,25 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
+/// An error of the pod cache and status files.
 #[derive(Debug)]
 pub enum StoreError {
     /// A file or directory could not be read or written.
-    Io { path: PathBuf, err: io::Error },
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// What the system said.
+        err: io::Error,
+    },
     /// The object cannot be stored: a bad name or a manifest the model refused.
     Invalid(String),
     /// The object exists only in a read-only manifest directory.
-    ReadOnly { what: String, file: PathBuf },
+    ReadOnly {
+        /// The object.
+        what: String,
+        /// The manifest file that holds it.
+        file: PathBuf,
+    },
     /// No such object.
     NotFound(String),
     /// The object is the cluster's (the uplink's cache): change it with kubectl.

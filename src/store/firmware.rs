@@ -29,6 +29,7 @@ pub struct Firmware {
 }
 
 impl Firmware {
+    /// The firmware manifests in `dirs`.
     pub fn new(dirs: Vec<PathBuf>) -> Firmware {
         Firmware {
             dirs,
@@ -37,6 +38,7 @@ impl Firmware {
         }
     }
 
+    /// The directories read.
     pub fn dirs(&self) -> &[PathBuf] {
         &self.dirs
     }
@@ -132,12 +134,39 @@ fn manifest_files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
+/// Why a firmware manifest cannot be used.
+#[derive(Debug)]
+enum LoadError {
+    /// It cannot be read (or is too large).
+    Read(PathBuf, std::io::Error),
+    /// The model refused it (its messages name the file).
+    Invalid(crate::model::ModelError),
+}
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoadError::Read(path, e) => write!(f, "{}: {e}", path.display()),
+            LoadError::Invalid(e) => f.write_str(&e.messages.join("; ")),
+        }
+    }
+}
+
+impl std::error::Error for LoadError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            LoadError::Read(_, e) => Some(e),
+            LoadError::Invalid(e) => Some(e),
+        }
+    }
+}
+
 /// Parses one manifest and fills in the stable uid and creation time.
-fn load(path: &Path) -> Result<Object, String> {
+fn load(path: &Path) -> Result<Object, LoadError> {
     let source = path.display().to_string();
     let bytes = super::bounded::read(path, crate::model::MAX_MANIFEST_BYTES)
-        .map_err(|e| format!("{source}: {e}"))?;
-    let mut obj = parse_object(&source, &bytes).map_err(|e| e.messages.join("; "))?;
+        .map_err(|e| LoadError::Read(path.into(), e))?;
+    let mut obj = parse_object(&source, &bytes).map_err(LoadError::Invalid)?;
     let (ns, name) = (obj.namespace().to_string(), obj.name().to_string());
     let kind = obj.kind();
     let meta = obj.meta_mut();

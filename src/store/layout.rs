@@ -14,12 +14,16 @@ use std::path::{Path, PathBuf};
 /// The kinds of object the store keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Kind {
+    /// Pods.
     Pod,
+    /// ConfigMaps.
     ConfigMap,
+    /// Secrets.
     Secret,
 }
 
 impl Kind {
+    /// Every kind, in the order of their directories.
     pub const ALL: [Kind; 3] = [Kind::Pod, Kind::ConfigMap, Kind::Secret];
 
     /// The directory below `desired/` holding this kind.
@@ -120,6 +124,7 @@ impl Layout {
         }
     }
 
+    /// The state directory.
     pub fn root(&self) -> &Path {
         &self.root
     }

@@ -1,3 +1,5 @@
+// Over 500 lines: the one Store facade (open, list, get, watch, status, notify), each
+// method delegating to a submodule; its first 90 lines are the module doc.
 //! The flat-file store: desired objects (pods, configmaps, secrets) and pod status
 //! files, each in its own JSON file, written atomically.
 //!
@@ -131,9 +133,13 @@ pub struct DesiredPods {
 /// A desired pod file that cannot be used, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DamagedPod {
+    /// The pod's namespace.
     pub namespace: String,
+    /// The pod's name.
     pub name: String,
+    /// The file.
     pub path: PathBuf,
+    /// Why it cannot be used.
     pub reason: String,
 }
 
@@ -145,7 +151,9 @@ const CLUSTER_WATCH: usize = STATUS_WATCH + 1;
 /// An object as the agent should see it, with its origin.
 #[derive(Debug, Clone)]
 pub struct Entry {
+    /// The object.
     pub object: Object,
+    /// Where it came from.
     pub origin: Origin,
 }
 

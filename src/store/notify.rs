@@ -18,6 +18,8 @@ use std::collections::BTreeSet;
 /// A pod by namespace and name (status files are per name, whatever the source).
 pub type PodName = (String, String);
 
+/// What pods the other parts of the agent told the store about: terminated ones, and names
+/// shadowed by local pods.
 #[derive(Default)]
 pub struct Notify {
     wake: Option<Sender<()>>,
@@ -59,6 +61,7 @@ impl Notify {
         self.mark(ns, name);
     }
 
+    /// Whether the pod `uid` was marked terminated.
     pub fn is_terminated(&self, uid: &str) -> bool {
         self.terminated.contains(uid)
     }
@@ -77,6 +80,7 @@ impl Notify {
         }
     }
 
+    /// Whether the name `ns/name` is taken by a local pod.
     pub fn is_shadowed(&self, ns: &str, name: &str) -> bool {
         self.shadowed.contains(&(ns.to_string(), name.to_string()))
     }

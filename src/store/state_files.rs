@@ -49,7 +49,9 @@ pub fn read(layout: &Layout, kind: Kind, file: &str) -> Result<Found, StoreError
     Ok(
         match check(kind, file, &path.display().to_string(), &bytes) {
             Ok(object) => Found::Valid(Box::new(StateObject { object, bytes })),
-            Err(reason) => Found::Bad { reason },
+            Err(e) => Found::Bad {
+                reason: e.to_string(),
+            },
         },
     )
 }
@@ -110,29 +112,68 @@ pub struct Damaged {
 }
 
 /// Parses `bytes` and checks that the object belongs in `file` of `kind`.
-fn check(kind: Kind, file: &str, source: &str, bytes: &[u8]) -> Result<Object, String> {
+fn check(kind: Kind, file: &str, source: &str, bytes: &[u8]) -> Result<Object, Unusable> {
     let Some((ns, name)) = layout::parse_file_name(file) else {
-        return Err(format!(
-            "file name must be NAMESPACE_NAME{} (store objects with tinylet apply)",
-            layout::SUFFIX
-        ));
+        return Err(Unusable::FileName);
     };
-    let obj = parse_object(source, bytes).map_err(|e| e.messages.join("; "))?;
+    let obj = parse_object(source, bytes).map_err(Unusable::Invalid)?;
     if Kind::of(&obj) != kind {
-        return Err(format!(
-            "holds a {}, but this directory is for {}",
-            obj.kind(),
-            kind.api_kind()
-        ));
+        return Err(Unusable::WrongKind {
+            holds: obj.kind(),
+            wants: kind.api_kind(),
+        });
     }
     if obj.namespace() != ns || obj.name() != name {
-        return Err(format!(
-            "file name says {ns}/{name}, but the object is {}/{}",
-            obj.namespace(),
-            obj.name()
-        ));
+        return Err(Unusable::WrongName {
+            file: format!("{ns}/{name}"),
+            object: format!("{}/{}", obj.namespace(), obj.name()),
+        });
     }
     Ok(obj)
+}
+
+/// Why a state file's object cannot be used.
+#[derive(Debug)]
+enum Unusable {
+    /// The file name is not `NAMESPACE_NAME.json`.
+    FileName,
+    /// The model refused the object.
+    Invalid(crate::model::ModelError),
+    /// An object of another kind than the directory's.
+    WrongKind {
+        holds: &'static str,
+        wants: &'static str,
+    },
+    /// The file name and the object disagree on `namespace/name`.
+    WrongName { file: String, object: String },
+}
+
+impl std::fmt::Display for Unusable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unusable::FileName => write!(
+                f,
+                "file name must be NAMESPACE_NAME{} (store objects with tinylet apply)",
+                layout::SUFFIX
+            ),
+            Unusable::Invalid(e) => f.write_str(&e.messages.join("; ")),
+            Unusable::WrongKind { holds, wants } => {
+                write!(f, "holds a {holds}, but this directory is for {wants}")
+            }
+            Unusable::WrongName { file, object } => {
+                write!(f, "file name says {file}, but the object is {object}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for Unusable {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Unusable::Invalid(e) => Some(e),
+            _ => None,
+        }
+    }
 }
 
 /// Every valid object of `kind`, sorted by file name. Bad files are quarantined (or

@@ -35,6 +35,7 @@ pub struct StatusFiles {
 }
 
 impl StatusFiles {
+    /// The status files in `dir`.
     pub fn new(dir: PathBuf) -> StatusFiles {
         StatusFiles {
             dir,

@@ -1,3 +1,4 @@
+// Over 500 lines with its tests (about 490 of code): the API verbs share one request path.
 //! [`ApiClient`]: the Kubernetes API verbs the node needs, as JSON over the one HTTP/2
 //! connection: get/list, create (POST), update (PUT), patch (merge and strategic merge,
 //! on an object or its `status`), delete (with DeleteOptions) and watch.
@@ -31,6 +32,7 @@ pub struct ClientOptions {
     pub max_body: usize,
     /// Largest watch event (one line) accepted.
     pub max_event: usize,
+    /// HTTP/2 pings on an idle connection.
     pub keepalive: Keepalive,
 }
 
@@ -68,17 +70,22 @@ impl PatchType {
 #[derive(Debug, Clone, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DeleteOptions {
+    /// Seconds the pod gets to stop (0: at once).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub grace_period_seconds: Option<i64>,
+    /// What the object must still be for the delete to apply.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub preconditions: Option<Preconditions>,
 }
 
+/// `DeleteOptions.preconditions`: the delete applies only to this version of the object.
 #[derive(Debug, Clone, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Preconditions {
+    /// The object's uid.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub uid: Option<String>,
+    /// The object's resourceVersion.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resource_version: Option<String>,
 }
@@ -135,6 +142,7 @@ impl ApiClient {
         self.conn.counters().snapshot()
     }
 
+    /// The options the client was made with.
     pub fn options(&self) -> &ClientOptions {
         &self.options
     }

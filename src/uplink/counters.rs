@@ -21,7 +21,9 @@ pub struct Counters {
 /// A copy of the totals at one moment.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Snapshot {
+    /// Bytes written to the connection (TLS included).
     pub bytes_sent: u64,
+    /// Bytes read from the connection (TLS included).
     pub bytes_received: u64,
     /// Connections established (TCP + TLS + HTTP/2 handshake done).
     pub connects: u64,
@@ -34,28 +36,34 @@ pub struct Snapshot {
 }
 
 impl Counters {
+    /// Counts `n` bytes sent.
     pub fn sent(&self, n: usize) {
         self.bytes_sent
             .set(self.bytes_sent.get().wrapping_add(n as u64));
     }
 
+    /// Counts `n` bytes received.
     pub fn received(&self, n: usize) {
         self.bytes_received
             .set(self.bytes_received.get().wrapping_add(n as u64));
     }
 
+    /// Counts a connection established.
     pub fn connected(&self) {
         self.connects.set(self.connects.get() + 1);
     }
 
+    /// Counts a request sent.
     pub fn request(&self) {
         self.requests.set(self.requests.get() + 1);
     }
 
+    /// Counts a failed connection attempt.
     pub fn connect_failed(&self) {
         self.connect_failures.set(self.connect_failures.get() + 1);
     }
 
+    /// Records the TLS error of a failed handshake, for the next log line.
     pub fn tls_failed(&self, e: rustls::Error) {
         *self.tls_failure.borrow_mut() = Some(e);
     }
@@ -65,6 +73,7 @@ impl Counters {
         self.tls_failure.borrow_mut().take()
     }
 
+    /// The totals now.
     pub fn snapshot(&self) -> Snapshot {
         let connects = self.connects.get();
         Snapshot {

@@ -13,35 +13,53 @@ use std::time::Duration;
 /// Why the kubeconfig (or a file it names) cannot be used.
 #[derive(Debug)]
 pub enum SetupError {
+    /// The file cannot be read.
     Io {
+        /// The file.
         path: PathBuf,
+        /// The system's error.
         source: io::Error,
     },
+    /// The path is not a regular file.
     NotRegular {
+        /// The path.
         path: PathBuf,
     },
+    /// The file is larger than the limit.
     TooLarge {
+        /// The file.
         path: PathBuf,
+        /// The limit in bytes.
         limit: usize,
     },
     /// A key or token file (or a kubeconfig embedding one) readable by group or others.
     NotPrivate {
+        /// The file.
         path: PathBuf,
+        /// Its mode bits.
         mode: u32,
     },
+    /// The kubeconfig is not YAML the reader accepts.
     Yaml {
+        /// The kubeconfig.
         path: PathBuf,
+        /// The YAML error.
         source: YamlError,
     },
     /// A field is missing, malformed or asks for something not supported.
     Invalid {
+        /// The kubeconfig.
         path: PathBuf,
+        /// The field's path.
         field: String,
+        /// What is wrong.
         message: String,
     },
     /// A certificate or key (named by `from`) that TLS cannot use.
     Tls {
+        /// Where it was read (a file or a kubeconfig field).
         from: String,
+        /// rustls' error.
         source: rustls::Error,
     },
 }
@@ -99,7 +117,12 @@ pub enum ConnectError {
     /// The host name did not resolve.
     Resolve(String),
     /// Earlier attempts failed (`last`); the next is not due before the deadline.
-    BackingOff { last: String, retry_in: Duration },
+    BackingOff {
+        /// The last attempt's error.
+        last: String,
+        /// When the next attempt is due.
+        retry_in: Duration,
+    },
 }
 
 impl fmt::Display for ConnectError {
@@ -164,10 +187,12 @@ impl std::error::Error for ConnectError {
 /// `Status` object it sent (when it sent one).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Status {
+    /// The HTTP status code.
     pub code: u16,
     /// `NotFound`, `AlreadyExists`, `Conflict`, `Forbidden`, `Expired`, `Gone`,
     /// `Invalid`, ... (empty when the body was not a `Status`).
     pub reason: String,
+    /// The `Status` object's message.
     pub message: String,
 }
 
@@ -181,7 +206,10 @@ pub enum ApiError {
     /// No complete answer within the request's deadline.
     Timeout(Duration),
     /// The answer (or a watch event) is larger than the client accepts.
-    TooLarge { limit: usize },
+    TooLarge {
+        /// The limit in bytes.
+        limit: usize,
+    },
     /// The answer is not what the API sends (not JSON, wrong shape).
     Decode(serde_json::Error),
     /// The answer broke the protocol (e.g. a watch line that is not an event).
@@ -199,14 +227,17 @@ impl ApiError {
         }
     }
 
+    /// The object does not exist (404).
     pub fn is_not_found(&self) -> bool {
         self.code() == Some(404)
     }
 
+    /// The object changed or exists (409).
     pub fn is_conflict(&self) -> bool {
         self.code() == Some(409)
     }
 
+    /// The node may not do this (403).
     pub fn is_forbidden(&self) -> bool {
         self.code() == Some(403)
     }

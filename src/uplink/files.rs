@@ -20,7 +20,9 @@ pub const MAX_TOKEN_BYTES: usize = 64 << 10;
 /// Whether the file holds a secret, which must not be readable by group or others.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Secrecy {
+    /// Anyone may read it (a certificate).
     Public,
+    /// Only its owner may read it (a key, a token).
     Secret,
 }
 

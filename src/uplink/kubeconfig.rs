@@ -22,22 +22,29 @@ use std::path::{Path, PathBuf};
 pub struct Kubeconfig {
     /// The kubeconfig file.
     pub path: PathBuf,
+    /// The context used.
     pub context: String,
+    /// Its cluster's name.
     pub cluster: String,
+    /// Its user's name.
     pub user: String,
+    /// The API server's URL.
     pub server: ServerUrl,
     /// The name the server's certificate must carry: `tls-server-name`, else the
     /// server URL's host.
     pub server_name: String,
     /// The cluster CA bundle (PEM).
     pub ca: Sourced<Vec<u8>>,
+    /// How the node authenticates.
     pub credentials: Credentials,
 }
 
 /// Bytes and where they were read (a file path or a kubeconfig field), for messages.
 #[derive(Debug)]
 pub struct Sourced<T> {
+    /// The bytes.
     pub value: T,
+    /// Where they were read.
     pub from: String,
 }
 
@@ -46,7 +53,9 @@ pub struct Sourced<T> {
 pub enum Credentials {
     /// A client certificate chain (PEM) and its private key (PEM).
     Certificate {
+        /// The certificate chain.
         cert: Sourced<Vec<u8>>,
+        /// The private key.
         key: Sourced<Redacted<Vec<u8>>>,
     },
     /// A bearer token.
@@ -67,6 +76,7 @@ impl<T> fmt::Debug for Redacted<T> {
 pub struct ServerUrl {
     /// Host name or IP address (IPv6 without brackets).
     pub host: String,
+    /// The port (443 when the URL names none).
     pub port: u16,
     /// A path prefix the API is served under (e.g. behind a proxy); "" for none.
     pub prefix: String,

@@ -54,10 +54,20 @@ struct Skip {
 /// The next thing to do for one mirror.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Step {
+    /// The mirror is as it should be.
     Nothing,
+    /// There is no mirror: make it.
     Create,
-    Delete { uid: String },
-    Status { uid: String },
+    /// The mirror (uid `uid`) stands for no local pod, or for an older spec: delete it.
+    Delete {
+        /// The mirror's uid (the delete's precondition).
+        uid: String,
+    },
+    /// The mirror (uid `uid`) is current but its status is not: patch it.
+    Status {
+        /// The mirror's uid (the patch's precondition).
+        uid: String,
+    },
 }
 
 /// What to do, given the local pod's hash (`None`: no local pod), what the API shows of

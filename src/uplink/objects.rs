@@ -15,8 +15,11 @@ use std::rc::Rc;
 /// A configMap or secret by kind, namespace and name.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ObjectRef {
+    /// ConfigMap or Secret.
     pub kind: Kind,
+    /// Its namespace.
     pub namespace: String,
+    /// Its name.
     pub name: String,
 }
 
@@ -132,6 +135,7 @@ impl ObjectWatches {
         self.watches.len()
     }
 
+    /// Whether no object is watched.
     pub fn is_empty(&self) -> bool {
         self.watches.is_empty()
     }

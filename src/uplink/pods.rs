@@ -40,7 +40,7 @@ use serde_json::Value;
 use std::rc::Rc;
 
 /// Reason of a pod refused by validation.
-pub const UNSUPPORTED: &str = "UnsupportedPodSpec";
+pub const UNSUPPORTED: &str = crate::model::Reason::UnsupportedPodSpec.as_str();
 /// Longest refusal message sent (the model's messages are bounded, but many of them
 /// would make a status nobody reads).
 const MAX_MESSAGE: usize = 1024;

@@ -18,13 +18,16 @@ use std::collections::BTreeMap;
 /// Why a bound pod is not run, and what the API is to show for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {
+    /// The pod's `status.reason`.
     pub reason: &'static str,
+    /// The pod's `status.message`.
     pub message: String,
 }
 
 /// One bound pod.
 #[derive(Debug, Clone, Default)]
 pub struct Known {
+    /// The pod's uid.
     pub uid: String,
     /// In the store's cluster tree: the node runs it.
     pub cached: bool,
@@ -58,6 +61,7 @@ pub struct Bound {
 }
 
 impl Bound {
+    /// The entry of `name`, if any.
     pub fn get(&self, name: &PodName) -> Option<Known> {
         self.pods.borrow().get(name).cloned()
     }
@@ -67,6 +71,7 @@ impl Bound {
         f(self.pods.borrow_mut().entry(name.clone()).or_default())
     }
 
+    /// Forgets `name`; returns its entry.
     pub fn remove(&self, name: &PodName) -> Option<Known> {
         self.pods.borrow_mut().remove(name)
     }

@@ -35,11 +35,15 @@ pub fn resource_path(
 /// Parameters of a list or a watch.
 #[derive(Debug, Clone, Default)]
 pub struct ListParams {
+    /// `labelSelector`.
     pub label_selector: Option<String>,
+    /// `fieldSelector`.
     pub field_selector: Option<String>,
     /// List: "0" lets the server answer from its cache; watch: where to start.
     pub resource_version: Option<String>,
+    /// List: the page size.
     pub limit: Option<u32>,
+    /// List: the `continue` token of the previous page.
     pub continue_token: Option<String>,
     /// Watch: the server ends the stream after this long (kubelet picks 5-10 min).
     pub timeout_seconds: Option<u32>,

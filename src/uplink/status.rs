@@ -36,7 +36,7 @@ use std::collections::BTreeSet;
 use std::rc::Rc;
 
 /// Reason of a cluster pod not run because a local pod has its name.
-pub const NAME_CONFLICT: &str = "LocalPodNameConflict";
+pub const NAME_CONFLICT: &str = crate::model::Reason::LocalPodNameConflict.as_str();
 
 /// What to do for one dirty pod.
 enum Action {

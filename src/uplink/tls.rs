@@ -17,7 +17,9 @@ use std::sync::Arc;
 /// What a connection needs: the configuration and the name to verify.
 #[derive(Clone)]
 pub struct TlsTarget {
+    /// The rustls client configuration.
     pub config: Arc<ClientConfig>,
+    /// The name the server's certificate must carry.
     pub server_name: ServerName<'static>,
 }
 

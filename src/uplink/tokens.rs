@@ -33,12 +33,17 @@ use std::rc::Rc;
 /// One token a cached pod needs.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct TokenWant {
+    /// The pod's namespace.
     pub namespace: String,
+    /// The pod's name.
     pub pod: String,
+    /// The pod's uid (the token is bound to it).
     pub uid: String,
+    /// The pod's service account, whose token it is.
     pub service_account: String,
     /// Empty: the API server's own audience.
     pub audience: String,
+    /// The lifetime asked for (the source's `expirationSeconds`).
     pub expiration_seconds: i64,
 }
 
@@ -60,6 +65,7 @@ impl std::fmt::Display for TokenWant {
 pub type Key = (String, String, i64);
 
 impl TokenWant {
+    /// The key its token is held under.
     pub fn key(&self) -> Key {
         key(&self.uid, &self.audience, self.expiration_seconds)
     }
@@ -205,6 +211,7 @@ pub struct TokenRequests {
 }
 
 impl TokenRequests {
+    /// No tasks yet; [`TokenRequests::set`] starts them.
     pub fn new(up: Rc<Uplink>) -> TokenRequests {
         TokenRequests {
             up,

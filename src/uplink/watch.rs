@@ -19,8 +19,11 @@ use serde_json::Value;
 /// What happened to an object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventType {
+    /// The object was created (or listed at the start).
     Added,
+    /// The object changed.
     Modified,
+    /// The object was deleted (its last state).
     Deleted,
     /// No change: the resourceVersion moved on (the object carries only it).
     Bookmark,
@@ -29,7 +32,9 @@ pub enum EventType {
 /// One watch event.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WatchEvent {
+    /// What happened.
     pub kind: EventType,
+    /// The object, as it is after the change.
     pub object: Value,
 }
 

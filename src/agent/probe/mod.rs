@@ -46,15 +46,21 @@ pub enum Verdict {
     /// A liveness or startup probe failed: kill the container (the restart policy and
     /// the crash-loop back-off decide what follows).
     Kill {
+        /// The container's runtime id.
         id: String,
+        /// The container's name.
         name: String,
+        /// Why, for the log.
         reason: String,
         /// The probe's own terminationGracePeriodSeconds, if set.
         grace: Option<Duration>,
+        /// The pod's IP (for a preStop hook's httpGet).
         pod_ip: String,
     },
 }
 
+/// The probes of one pod's running containers: one task per probe, their results, and what
+/// they mean for the pod.
 pub struct PodProbes {
     tx: Sender<Event>,
     rx: Receiver<Event>,

@@ -7,8 +7,11 @@
 /// Which of the three probes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
+    /// Restarts the container when it fails.
     Liveness,
+    /// Takes the container out of `ready` when it fails.
     Readiness,
+    /// Holds the other probes back until it succeeds once.
     Startup,
 }
 

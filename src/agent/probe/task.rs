@@ -7,7 +7,7 @@
 
 use super::state::{Kind, ProbeState};
 use crate::agent::context::Context;
-use crate::agent::handler::{self, Target};
+use crate::agent::handler::{self, HandlerError, Target};
 use crate::model::container::Probe;
 use smol::channel::Sender;
 use smol::stream::StreamExt;
@@ -18,9 +18,13 @@ use std::time::{Duration, Instant};
 /// A probe's result changed.
 #[derive(Debug, Clone)]
 pub struct Event {
+    /// The container's name.
     pub container: String,
+    /// The container's runtime id.
     pub container_id: String,
+    /// Which probe.
     pub kind: Kind,
+    /// It succeeds now.
     pub ok: bool,
     /// Why the last attempt failed ("" on success).
     pub detail: String,
@@ -28,9 +32,13 @@ pub struct Event {
 
 /// What one probe task needs.
 pub struct ProbeRun {
+    /// Which probe.
     pub kind: Kind,
+    /// The probe's spec.
     pub probe: Probe,
+    /// The container it acts on.
     pub target: Target,
+    /// The container's name.
     pub container: String,
     /// `namespace/name`, for logs.
     pub pod: String,
@@ -77,7 +85,7 @@ async fn probe_loop(ctx: Rc<Context>, run: ProbeRun, tx: Sender<Event>) {
                 container_id: run.target.container_id.clone(),
                 kind: run.kind,
                 ok,
-                detail: outcome.err().unwrap_or_default(),
+                detail: outcome.err().map(|e| e.to_string()).unwrap_or_default(),
             };
             if tx.send(ev).await.is_err() {
                 return;
@@ -90,7 +98,12 @@ async fn probe_loop(ctx: Rc<Context>, run: ProbeRun, tx: Sender<Event>) {
 }
 
 /// One attempt of the probe's handler.
-async fn attempt(ctx: &Context, p: &Probe, t: &Target, timeout: Duration) -> Result<(), String> {
+async fn attempt(
+    ctx: &Context,
+    p: &Probe,
+    t: &Target,
+    timeout: Duration,
+) -> Result<(), HandlerError> {
     if let Some(e) = &p.exec {
         handler::exec(ctx, t, &e.command, timeout).await
     } else if let Some(h) = &p.http_get {
@@ -99,6 +112,6 @@ async fn attempt(ctx: &Context, p: &Probe, t: &Target, timeout: Duration) -> Res
         handler::tcp_socket(t, s, timeout).await
     } else {
         // Validation refuses grpc probes and probes without a handler.
-        Err("the probe has no handler tinylet runs (exec, httpGet, tcpSocket)".into())
+        Err(HandlerError::NoProbeHandler)
     }
 }

@@ -39,7 +39,7 @@ use crate::kuberuntime::observed::{ObservedPod, State};
 use crate::kuberuntime::status::Waiting;
 use crate::kuberuntime::SyncError;
 use crate::model::status::PodPhase;
-use crate::model::{Pod, PodStatus};
+use crate::model::{Pod, PodStatus, Reason};
 use smol::channel::{Receiver, Sender};
 use smol::future;
 use smol::Timer;
@@ -257,15 +257,14 @@ impl Worker {
 
     /// Container `name` cannot start now: logs why, and leaves it waiting with `reason`
     /// and `message` until `retry_at`, when the worker wakes to try again.
-    fn cannot_start(&mut self, name: &str, reason: &str, message: String, retry_at: Instant) {
+    fn cannot_start(&mut self, name: &str, reason: Reason, message: String, retry_at: Instant) {
         log::warn!("pod {}: container {name}: {reason}: {message}", self.name());
         self.backs_off(name, reason, message, retry_at);
     }
 
     /// Container `name` waits with `reason` and `message` until `until` (a back-off:
     /// not logged, as it says the same on every sync while it lasts).
-    fn backs_off(&mut self, name: &str, reason: &str, message: String, until: Instant) {
-        let reason = reason.to_string();
+    fn backs_off(&mut self, name: &str, reason: Reason, message: String, until: Instant) {
         self.waiting
             .insert(name.to_string(), Waiting { reason, message });
         self.wake_no_later_than(until);
@@ -276,8 +275,8 @@ impl Worker {
     /// with it until `retry_at`.
     fn pod_cannot_start(&mut self, observed: &ObservedPod, e: &SyncError, retry_at: Instant) {
         // Waiting a moment for the cluster's token is no fault.
-        let level = match e.reason.as_str() {
-            "ContainerCreating" => log::Level::Info,
+        let level = match e.reason {
+            Reason::ContainerCreating => log::Level::Info,
             _ => log::Level::Warn,
         };
         log::log!(level, "pod {}: {e}", self.name());
@@ -292,7 +291,7 @@ impl Worker {
                 .latest(&c.name)
                 .is_some_and(|o| o.state == State::Running);
             if !running {
-                let (reason, message) = (e.reason.clone(), e.message.clone());
+                let (reason, message) = (e.reason, e.message.clone());
                 self.waiting
                     .insert(c.name.clone(), Waiting { reason, message });
             }

@@ -11,6 +11,7 @@ use crate::cri::{pb, CriError};
 use crate::kuberuntime::observed::{ObservedPod, ObservedSandbox};
 use crate::kuberuntime::sandbox::{log_directory, sandbox_config};
 use crate::kuberuntime::SyncError;
+use crate::model::Reason;
 use std::time::Instant;
 
 /// The sandbox containers are started in.
@@ -67,7 +68,7 @@ impl Worker {
                     self.name()
                 );
                 let err = SyncError::new(
-                    "ContainerCreating",
+                    Reason::ContainerCreating,
                     format!("failed to create pod sandbox: {e}"),
                 );
                 self.pod_waits(observed, &err, now + delay);

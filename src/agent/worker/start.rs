@@ -26,7 +26,7 @@ use crate::kuberuntime::status::Waiting;
 use crate::kuberuntime::time::instant_of;
 use crate::kuberuntime::{termination, SyncError};
 use crate::model::container::PullPolicy;
-use crate::model::Container;
+use crate::model::{Container, Reason};
 use std::path::PathBuf;
 use std::time::{Instant, SystemTime};
 
@@ -61,7 +61,7 @@ impl Worker {
                 effects.started.push((id, at.id.to_string()));
             }
             Err(e) => {
-                self.start_failed(c, "RunContainerError", &e, message_file);
+                self.start_failed(c, Reason::RunContainerError, &e, message_file);
                 // A container was made, not started.
                 effects.unknown = true;
             }
@@ -99,7 +99,7 @@ impl Worker {
             Ok(config) => config,
             Err(e) => {
                 let retry = Instant::now() + CONFIG_RETRY;
-                self.cannot_start(&c.name, &e.reason, e.message, retry);
+                self.cannot_start(&c.name, e.reason, e.message, retry);
                 return None;
             }
         };
@@ -120,7 +120,7 @@ impl Worker {
                 Some((id, message_file))
             }
             Err(e) => {
-                self.start_failed(c, "CreateContainerError", &e, message_file);
+                self.start_failed(c, Reason::CreateContainerError, &e, message_file);
                 // A container may have been made (created, not started).
                 effects.unknown = true;
                 None
@@ -163,13 +163,13 @@ impl Worker {
             m.namespace,
             m.uid
         );
-        self.backs_off(&c.name, "CrashLoopBackOff", message, until);
+        self.backs_off(&c.name, Reason::CrashLoopBackOff, message, until);
         true
     }
 
     /// `c`'s image cannot be had now: it waits until the pull back-off ends.
     fn pull_failed<T>(&mut self, c: &Container, w: Waiting) -> Option<T> {
-        let fresh_failure = w.reason == "ErrImagePull";
+        let fresh_failure = w.reason == Reason::ErrImagePull;
         let now = Instant::now();
         let until = self
             .pulls
@@ -182,7 +182,7 @@ impl Worker {
             Some(u) => u,
             None => now + CONFIG_RETRY,
         };
-        self.cannot_start(&c.name, &w.reason, w.message, next);
+        self.cannot_start(&c.name, w.reason, w.message, next);
         None
     }
 
@@ -222,11 +222,11 @@ impl Worker {
     fn start_failed(
         &mut self,
         c: &Container,
-        reason: &str,
+        reason: Reason,
         e: &CriError,
         message_file: Option<PathBuf>,
     ) {
-        let unanswered = reason == "CreateContainerError" && e.is_deadline_exceeded();
+        let unanswered = reason == Reason::CreateContainerError && e.is_deadline_exceeded();
         let gone = match message_file {
             Some(f) if unanswered => {
                 let older = self.take_unanswered(&c.name);
@@ -254,7 +254,7 @@ impl Worker {
                 .await
                 .map_err(|e| {
                     SyncError::new(
-                        "CreateContainerConfigError",
+                        Reason::CreateContainerConfigError,
                         format!("failed to get image user of {image_ref:?}: {e}"),
                     )
                 })?
@@ -265,7 +265,7 @@ impl Worker {
             };
         }
         non_root::verify(&self.pod, c, &user)
-            .map_err(|m| SyncError::new("CreateContainerConfigError", m))
+            .map_err(|e| SyncError::new(Reason::CreateContainerConfigError, e.to_string()))
     }
 
     /// A fresh termination-message file for the container's next instance, or `None`

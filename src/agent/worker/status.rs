@@ -13,7 +13,7 @@ use crate::kuberuntime::observed::{ObservedPod, State};
 use crate::kuberuntime::status::{pod_status, StatusInput, Waiting};
 use crate::model::status::PodPhase;
 use crate::model::time::now_rfc3339;
-use crate::model::PodStatus;
+use crate::model::{PodStatus, Reason};
 
 impl Worker {
     /// Before a step that may take a while (a new sandbox, a pull): when the last status
@@ -45,7 +45,7 @@ impl Worker {
         let waiting = self.waiting.clone();
         for name in starting {
             self.waiting.entry(name.clone()).or_insert_with(|| Waiting {
-                reason: "ContainerCreating".into(),
+                reason: Reason::ContainerCreating,
                 message: String::new(),
             });
         }
@@ -88,7 +88,7 @@ impl Worker {
             terminal: self.terminal,
         });
         if let Some(message) = self.offline.status_message() {
-            status.reason = "OfflineImage".into();
+            status.reason = Reason::OfflineImage.into();
             status.message = message;
         }
         if let Some(note) = &self.store_note {
@@ -102,7 +102,7 @@ impl Worker {
 /// `DesiredFileQuarantined` unless another reason is set, the note in the message.
 fn note_desired_file(status: &mut PodStatus, note: &str) {
     if status.reason.is_empty() {
-        status.reason = "DesiredFileQuarantined".into();
+        status.reason = Reason::DesiredFileQuarantined.into();
     }
     status.message = if status.message.is_empty() {
         note.to_string()

@@ -6,7 +6,7 @@
 use super::{Worker, RETRY};
 use crate::agent::image_refresh::Offline;
 use crate::agent::{kill, observe};
-use crate::kuberuntime::pod_dir;
+use crate::kuberuntime::teardown;
 use smol::Timer;
 
 impl Worker {
@@ -37,7 +37,7 @@ impl Worker {
             log::warn!("pod {ns}/{name}: cannot remove status: {e}");
         }
         let dir = self.ctx.cfg.pods_dir.join(&uid);
-        match pod_dir::remove(&dir) {
+        match teardown::remove(&dir) {
             Ok(done) => done
                 .iter()
                 .for_each(|d| log::info!("pod {ns}/{name}: unmounted {}", d.display())),

@@ -70,7 +70,7 @@ impl Case {
         self.waiting.insert(
             name.into(),
             Waiting {
-                reason: reason.into(),
+                reason: Reason::parse(reason).expect("a known reason"),
                 message: format!("{reason} msg"),
             },
         );
@@ -87,7 +87,9 @@ impl Case {
             now,
             init_failed: self.init_failed,
             probes: &self.probes,
-            failed: self.failed,
+            failed: self
+                .failed
+                .map(|(r, m)| (Reason::parse(r).expect("a known reason"), m)),
             terminal: self.terminal,
         })
     }

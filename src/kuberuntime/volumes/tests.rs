@@ -1,3 +1,5 @@
+// Over 500 lines: every case of volumes.rs (configMap, secret, projected, emptyDir, hostPath,
+// subPath binds), sharing the fixtures below.
 use super::*;
 use crate::kuberuntime::env::NoToken;
 use crate::model::pod::{
@@ -26,7 +28,7 @@ impl Drop for Scratch {
     fn drop(&mut self) {
         for root in [self.0.clone(), self.0.join("pods")] {
             for e in std::fs::read_dir(root).into_iter().flatten().flatten() {
-                let _ = crate::kuberuntime::pod_dir::unmount_all(&e.path());
+                let _ = crate::kuberuntime::teardown::unmount_all(&e.path());
             }
         }
         let mounts = crate::kuberuntime::mountinfo::mount_points().unwrap_or_default();
@@ -427,7 +429,7 @@ fn mounts_for_each_kind() {
     assert_eq!(id(Path::new(&ms[3].host_path)), id(&part));
     // Making the config again rebinds (no stacked mounts).
     mounts(&p, &ctr, &pods, allowed, &mut Env::default()).unwrap();
-    let unmounted = crate::kuberuntime::pod_dir::unmount_all(&pods.join("uid-1")).unwrap();
+    let unmounted = crate::kuberuntime::teardown::unmount_all(&pods.join("uid-1")).unwrap();
     assert_eq!(unmounted.len(), 2, "{unmounted:?}");
     let refused = mounts(&p, &ctr, &pods, &[], &mut Env::default()).unwrap_err();
     assert_eq!(refused.reason, "HostPathNotAllowed");
@@ -583,7 +585,7 @@ fn secret_volume_is_a_tmpfs_and_leaves_nothing_on_disk() {
     assert!(tmpfs::is_mount_point(&dir).unwrap());
     assert_eq!(std::fs::read_to_string(dir.join("token")).unwrap(), "t0k");
     prepare(&p, &s.0, &[], &objs).unwrap();
-    let done = crate::kuberuntime::pod_dir::unmount_all(&s.0.join("uid-1")).unwrap();
+    let done = crate::kuberuntime::teardown::unmount_all(&s.0.join("uid-1")).unwrap();
     assert_eq!(done, std::slice::from_ref(&dir));
     assert_eq!(
         std::fs::read_dir(&dir).unwrap().count(),
@@ -719,7 +721,7 @@ fn projected_volume_shows_every_source_on_a_tmpfs() {
     assert!(ms.iter().all(|m| m.readonly), "{ms:?}");
     assert_eq!(Path::new(&ms[0].host_path), dir);
     assert_eq!(std::fs::read_to_string(&ms[1].host_path).unwrap(), "ns");
-    let done = crate::kuberuntime::pod_dir::unmount_all(&s.0.join("uid-1")).unwrap();
+    let done = crate::kuberuntime::teardown::unmount_all(&s.0.join("uid-1")).unwrap();
     assert!(done.contains(&dir), "{done:?}");
     assert!(!tmpfs::is_mount_point(&dir).unwrap());
 }
@@ -801,7 +803,7 @@ fn a_token_file_starts_empty_offline_and_is_kept_until_a_new_token() {
         assert_eq!(w, Vec::<String>::new(), "{why:?}");
         assert_eq!(read("token"), "tok-1", "{why:?}");
     }
-    let _ = crate::kuberuntime::pod_dir::unmount_all(&s.0.join("uid-1"));
+    let _ = crate::kuberuntime::teardown::unmount_all(&s.0.join("uid-1"));
 }
 
 #[test]
@@ -832,7 +834,7 @@ fn a_local_pod_has_no_token_and_waits_naming_the_volume() {
         e.message,
         "volume \"kube-api-access-x1\": sources[1].configMap: key \"ca.crt\" not found for projected path \"ca.crt\""
     );
-    let _ = crate::kuberuntime::pod_dir::unmount_all(&s.0.join("uid-1"));
+    let _ = crate::kuberuntime::teardown::unmount_all(&s.0.join("uid-1"));
 }
 
 /// Needs the right to mount (root, as the agent).
@@ -864,7 +866,7 @@ fn downward_api_volume_follows_the_pod() {
         std::fs::read_to_string(dir.join("meta/app")).unwrap(),
         "web-2"
     );
-    let done = crate::kuberuntime::pod_dir::unmount_all(&s.0.join("uid-1")).unwrap();
+    let done = crate::kuberuntime::teardown::unmount_all(&s.0.join("uid-1")).unwrap();
     assert_eq!(done, std::slice::from_ref(&dir));
 }
 
@@ -904,5 +906,5 @@ fn a_configmap_sub_path_reaches_the_key_through_data() {
         id(Path::new(&ms[0].host_path)),
         id(&data.join("nginx.conf"))
     );
-    let _ = crate::kuberuntime::pod_dir::unmount_all(&s.0.join("uid-1"));
+    let _ = crate::kuberuntime::teardown::unmount_all(&s.0.join("uid-1"));
 }

@@ -17,6 +17,7 @@ use std::fmt::Display;
 mod configmap_secret;
 mod container;
 mod handlers;
+mod invalid;
 mod metadata;
 mod names;
 mod paths;
@@ -24,6 +25,7 @@ mod pod;
 mod projected;
 mod security;
 
+pub use invalid::{Invalid, Rule};
 pub use names::{dns1123_label, dns1123_subdomain, is_label_value, is_qualified_name};
 
 /// All problems with `obj` (already defaulted); empty when it is valid.
@@ -51,7 +53,7 @@ impl Errors {
     }
 
     /// `path: required` when `value` is empty, else the `check` result.
-    fn name(&mut self, path: &str, value: &str, check: fn(&str) -> Result<(), String>) {
+    fn name(&mut self, path: &str, value: &str, check: fn(&str) -> Result<(), Invalid>) {
         if value.is_empty() {
             self.add(path, "required");
         } else if let Err(e) = check(value) {

@@ -8,8 +8,10 @@
 //! needed (`is_qualified_name`, `is_label_value`: also the node labels and taints of
 //! the API-server config).
 
+use super::invalid::{Invalid, Rule};
+
 /// RFC 1123 label: lowercase letters, digits and '-', alphanumeric at both ends, <= 63.
-pub fn dns1123_label(s: &str) -> Result<(), String> {
+pub fn dns1123_label(s: &str) -> Result<(), Invalid> {
     let b = s.as_bytes();
     let ok = !b.is_empty()
         && b.len() <= 63
@@ -19,15 +21,13 @@ pub fn dns1123_label(s: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "must be a DNS-1123 label (at most 63 lowercase letters, digits or '-', starting and ending with a letter or digit), got {s:?}"
-        ))
+        Err(Invalid::new(Rule::Dns1123Label, s))
     }
 }
 
 /// RFC 1123 subdomain: dot-separated labels, <= 253 in all. Never contains '/', "..",
 /// a NUL or a leading '.', so it is safe as a file name.
-pub fn dns1123_subdomain(s: &str) -> Result<(), String> {
+pub fn dns1123_subdomain(s: &str) -> Result<(), Invalid> {
     let ok = !s.is_empty()
         && s.len() <= 253
         && s.split('.').all(|l| {
@@ -40,9 +40,7 @@ pub fn dns1123_subdomain(s: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "must be a DNS-1123 subdomain (at most 253 lowercase letters, digits, '-' or '.', each dot-separated part starting and ending with a letter or digit), got {s:?}"
-        ))
+        Err(Invalid::new(Rule::Dns1123Subdomain, s))
     }
 }
 
@@ -81,15 +79,13 @@ pub fn is_label_value(v: &str) -> bool {
 }
 
 /// A resource name: `cpu`, `memory`, ..., or a qualified name (`example.com/gpu`).
-pub(super) fn resource_name(s: &str) -> Result<(), String> {
-    qualified_name(s).map_err(|_| {
-        format!("must be a resource name like cpu, memory or example.com/device, got {s:?}")
-    })
+pub(super) fn resource_name(s: &str) -> Result<(), Invalid> {
+    qualified_name(s).map_err(|_| Invalid::new(Rule::ResourceName, s))
 }
 
 /// IANA service name, as Kubernetes requires of port names: <= 15 lowercase letters,
 /// digits and '-', at least one letter, no '-' at either end or twice in a row.
-pub(super) fn port_name(s: &str) -> Result<(), String> {
+pub(super) fn port_name(s: &str) -> Result<(), Invalid> {
     let b = s.as_bytes();
     let ok = !b.is_empty()
         && b.len() <= 15
@@ -101,26 +97,22 @@ pub(super) fn port_name(s: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "must be a port name (at most 15 lowercase letters, digits or '-', with a letter, no '-' at the ends or twice in a row), got {s:?}"
-        ))
+        Err(Invalid::new(Rule::PortName, s))
     }
 }
 
 /// Kubernetes' relaxed env var name rule: printable ASCII, no '='.
-pub(super) fn env_name(s: &str) -> Result<(), String> {
+pub(super) fn env_name(s: &str) -> Result<(), Invalid> {
     if s.bytes().all(|c| (b' '..=b'~').contains(&c) && c != b'=') {
         Ok(())
     } else {
-        Err(format!(
-            "must consist of printable ASCII characters other than '=', got {s:?}"
-        ))
+        Err(Invalid::new(Rule::EnvName, s))
     }
 }
 
 /// A ConfigMap/Secret key: letters, digits, '-', '_', '.'; <= 253; not `.`/`..`, not
 /// starting with `..`.
-pub(super) fn config_key(s: &str) -> Result<(), String> {
+pub(super) fn config_key(s: &str) -> Result<(), Invalid> {
     let ok = !s.is_empty()
         && s.len() <= 253
         && s.bytes()
@@ -130,14 +122,12 @@ pub(super) fn config_key(s: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "must be a key of letters, digits, '-', '_' or '.' (at most 253, not '.' and not starting with '..'), got {s:?}"
-        ))
+        Err(Invalid::new(Rule::ConfigKey, s))
     }
 }
 
 /// A sysctl name: dot- or slash-separated lowercase parts (`net.ipv4.ip_forward`).
-pub(super) fn sysctl_name(s: &str) -> Result<(), String> {
+pub(super) fn sysctl_name(s: &str) -> Result<(), Invalid> {
     let ok = s.len() <= 253
         && s.split(['.', '/']).all(|part| {
             let b = part.as_bytes();
@@ -150,9 +140,7 @@ pub(super) fn sysctl_name(s: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "must be a sysctl name like net.ipv4.ip_forward, got {s:?}"
-        ))
+        Err(Invalid::new(Rule::SysctlName, s))
     }
 }
 
@@ -173,7 +161,7 @@ fn is_alnum_lower(b: u8) -> bool {
 mod tests {
     use super::*;
 
-    fn ok(check: fn(&str) -> Result<(), String>, s: &str) -> bool {
+    fn ok(check: fn(&str) -> Result<(), Invalid>, s: &str) -> bool {
         check(s).is_ok()
     }
 
@@ -187,7 +175,7 @@ mod tests {
             assert!(!ok(dns1123_label, bad), "{bad:?}");
         }
         assert_eq!(
-            dns1123_label("A").unwrap_err(),
+            dns1123_label("A").unwrap_err().to_string(),
             "must be a DNS-1123 label (at most 63 lowercase letters, digits or '-', starting and ending with a letter or digit), got \"A\""
         );
     }
@@ -242,7 +230,7 @@ mod tests {
             assert!(ok(resource_name, good), "{good:?}");
         }
         assert_eq!(
-            resource_name("a b").unwrap_err(),
+            resource_name("a b").unwrap_err().to_string(),
             "must be a resource name like cpu, memory or example.com/device, got \"a b\""
         );
     }

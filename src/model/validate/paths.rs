@@ -4,14 +4,16 @@
 //! the agent relies on that before it joins them to a directory. Mount paths are
 //! compared the way the runtime cleans them.
 
+use super::invalid::{Invalid, Rule};
+
 /// A path inside a volume: relative, no `..` component, no NUL.
-pub(super) fn relative_path(s: &str) -> Result<(), String> {
+pub(super) fn relative_path(s: &str) -> Result<(), Invalid> {
     if s.starts_with('/') {
-        Err(format!("must be a relative path, got {s:?}"))
+        Err(Invalid::new(Rule::RelativePath, s))
     } else if has_dotdot(s) {
-        Err(format!("must not contain '..', got {s:?}"))
+        Err(Invalid::new(Rule::NoDotDot, s))
     } else if s.contains('\0') {
-        Err(format!("must not contain a NUL byte, got {s:?}"))
+        Err(Invalid::new(Rule::NoNul, s))
     } else {
         Ok(())
     }
@@ -21,10 +23,10 @@ pub(super) fn relative_path(s: &str) -> Result<(), String> {
 /// [`relative_path`] that does not start with `..` either, a prefix kept for the
 /// agent's own entries (`..data`, the timestamped directories; see
 /// `kuberuntime::atomic_writer`).
-pub(super) fn volume_file_path(s: &str) -> Result<(), String> {
+pub(super) fn volume_file_path(s: &str) -> Result<(), Invalid> {
     relative_path(s)?;
     if s.starts_with("..") {
-        return Err(format!("must not start with '..', got {s:?}"));
+        return Err(Invalid::new(Rule::NoLeadingDotDot, s));
     }
     Ok(())
 }
@@ -60,17 +62,17 @@ mod tests {
             assert_eq!(relative_path(good), Ok(()), "{good:?}");
         }
         assert_eq!(
-            relative_path("/a").unwrap_err(),
+            relative_path("/a").unwrap_err().to_string(),
             "must be a relative path, got \"/a\""
         );
         for bad in ["..", "../a", "a/..", "a/../b"] {
             assert_eq!(
-                relative_path(bad).unwrap_err(),
+                relative_path(bad).unwrap_err().to_string(),
                 format!("must not contain '..', got {bad:?}")
             );
         }
         assert_eq!(
-            relative_path("a\0b").unwrap_err(),
+            relative_path("a\0b").unwrap_err().to_string(),
             "must not contain a NUL byte, got \"a\\0b\""
         );
     }
@@ -82,12 +84,18 @@ mod tests {
         }
         for bad in ["..data", "..2024_01_01", "...", "..a/b"] {
             assert_eq!(
-                volume_file_path(bad).unwrap_err(),
+                volume_file_path(bad).unwrap_err().to_string(),
                 format!("must not start with '..', got {bad:?}")
             );
         }
-        assert!(volume_file_path("../a").unwrap_err().contains("'..'"));
-        assert!(volume_file_path("/a").unwrap_err().contains("relative"));
+        assert!(volume_file_path("../a")
+            .unwrap_err()
+            .to_string()
+            .contains("'..'"));
+        assert!(volume_file_path("/a")
+            .unwrap_err()
+            .to_string()
+            .contains("relative"));
     }
 
     #[test]

@@ -56,8 +56,11 @@ pub const LIMITS: Limits = Limits {
 /// Why a document was refused, and where (1-based line and column, in characters).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct YamlError {
+    /// The line of the error (from 1).
     pub line: usize,
+    /// The column of the error (from 1).
     pub column: usize,
+    /// What is wrong.
     pub message: String,
 }
 

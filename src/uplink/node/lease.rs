@@ -23,6 +23,7 @@ use crate::uplink::{resource_path, ApiClient, ApiError, PatchType};
 use serde_json::{json, Value};
 use std::time::{Duration, SystemTime};
 
+/// The namespace of node Leases.
 pub const NAMESPACE: &str = "kube-node-lease";
 const API: &str = "coordination.k8s.io/v1";
 
@@ -37,6 +38,7 @@ pub struct Lease {
 }
 
 impl Lease {
+    /// The Lease of node `node_name`, renewed to last `duration_seconds`.
     pub fn new(node_name: &str, duration_seconds: u32) -> Lease {
         Lease {
             name: node_name.to_string(),

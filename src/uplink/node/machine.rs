@@ -7,6 +7,7 @@
 use crate::agent::context::Context;
 use std::path::Path;
 
+/// What the Node reports about the machine, read once at start.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Machine {
     /// The Node's name, also its `Hostname` address and `kubernetes.io/hostname` label.
@@ -19,11 +20,17 @@ pub struct Machine {
     pub memory: u64,
     /// Size of the filesystem holding pod volumes (kubelet's root dir), in bytes.
     pub ephemeral_storage: Option<u64>,
+    /// The pods the node accepts (`status.capacity.pods`).
     pub max_pods: u32,
+    /// `/etc/machine-id`.
     pub machine_id: String,
+    /// The DMI product UUID.
     pub system_uuid: String,
+    /// The kernel's boot id.
     pub boot_id: String,
+    /// The kernel release.
     pub kernel_version: String,
+    /// `PRETTY_NAME` of os-release.
     pub os_image: String,
 }
 

@@ -1,3 +1,4 @@
+// Over 500 lines with its tests (about 330 of code).
 //! The Node's `status` as kubelet v1.20 reports it, built from what the agent observed:
 //! capacity and allocatable, the four conditions with kubelet's reasons and messages,
 //! addresses, nodeInfo and daemonEndpoints. Pure: the caller observes, this file decides
@@ -17,72 +18,105 @@ use serde_json::Value;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeStatus {
+    /// What the node has.
     pub capacity: Resources,
+    /// What pods may use of it.
     pub allocatable: Resources,
+    /// Ready and the pressure conditions.
     pub conditions: Vec<Condition>,
+    /// The node's addresses.
     pub addresses: Vec<Address>,
+    /// The kubelet's port.
     pub daemon_endpoints: DaemonEndpoints,
+    /// Versions and ids of the machine and its software.
     pub node_info: NodeInfo,
 }
 
 /// Capacity or allocatable, as quantities in Kubernetes' canonical spelling.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Resources {
+    /// Logical CPUs.
     pub cpu: String,
+    /// Bytes of the filesystem holding pod volumes, when known.
     #[serde(rename = "ephemeral-storage", skip_serializing_if = "Option::is_none")]
     pub ephemeral_storage: Option<String>,
+    /// Bytes of memory.
     pub memory: String,
+    /// Pods.
     pub pods: String,
 }
 
+/// One node condition (`v1.NodeCondition`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Condition {
+    /// `Ready`, `MemoryPressure`, ...
     #[serde(rename = "type")]
     pub kind: &'static str,
     /// "True" or "False".
     pub status: &'static str,
+    /// When it was last reported.
     pub last_heartbeat_time: String,
+    /// When its status last changed.
     pub last_transition_time: String,
+    /// kubelet's reason (`KubeletReady`, ...).
     pub reason: &'static str,
+    /// kubelet's message.
     pub message: String,
 }
 
+/// One node address (`v1.NodeAddress`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Address {
+    /// `Hostname` or `InternalIP`.
     #[serde(rename = "type")]
     pub kind: &'static str,
+    /// The address.
     pub address: String,
 }
 
+/// `v1.NodeDaemonEndpoints`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DaemonEndpoints {
+    /// The kubelet's endpoint.
     pub kubelet_endpoint: Endpoint,
 }
 
 /// `DaemonEndpoint`: the API spells its one field `Port`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Endpoint {
+    /// The port.
     #[serde(rename = "Port")]
     pub port: u16,
 }
 
+/// `v1.NodeSystemInfo`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeInfo {
+    /// `/etc/machine-id`.
     #[serde(rename = "machineID")]
     pub machine_id: String,
+    /// The DMI product UUID.
     #[serde(rename = "systemUUID")]
     pub system_uuid: String,
+    /// The kernel's boot id.
     #[serde(rename = "bootID")]
     pub boot_id: String,
+    /// The kernel release.
     pub kernel_version: String,
+    /// The OS's name.
     pub os_image: String,
+    /// The runtime and its version (`containerd://1.6.20`).
     pub container_runtime_version: String,
+    /// The kubelet version reported.
     pub kubelet_version: String,
+    /// The kube-proxy version (empty: tinylet runs none).
     pub kube_proxy_version: String,
+    /// `linux`.
     pub operating_system: String,
+    /// The Go spelling of the CPU architecture (`arm64`, `amd64`, ...).
     pub architecture: String,
 }
 
@@ -90,7 +124,9 @@ pub struct NodeInfo {
 /// condition's `lastTransitionTime` is carried over from.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PriorCondition {
+    /// The condition's type.
     pub kind: String,
+    /// Its status then.
     pub status: String,
     /// `lastTransitionTime`.
     pub since: String,
@@ -118,8 +154,11 @@ pub fn priors_from_json(conditions: &Value) -> Vec<PriorCondition> {
 /// a future eviction module sets these.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Pressure {
+    /// Memory pressure.
     pub memory: bool,
+    /// Disk pressure.
     pub disk: bool,
+    /// PID pressure.
     pub pid: bool,
 }
 
@@ -130,6 +169,7 @@ pub struct Observed {
     pub runtime_errors: Vec<String>,
     /// `containerd://1.6.20` from CRI Version (empty until the runtime answered once).
     pub runtime_version: String,
+    /// The pressure signals.
     pub pressure: Pressure,
 }
 
