@@ -29,6 +29,7 @@ pub mod error;
 pub mod files;
 pub mod identity;
 pub mod kubeconfig;
+mod lean;
 pub mod mirror;
 pub mod mirror_pod;
 pub mod node;

@@ -15,6 +15,7 @@
 
 use super::agent::Uplink;
 use super::backoff;
+use super::lean::LeanValue;
 use super::objects::ObjectRef;
 use super::objects_projection::{meta_str, project, to_bytes};
 use super::{resource_path, ApiError, EventType, ListParams};
@@ -42,8 +43,8 @@ pub async fn run(up: Rc<Uplink>, r: ObjectRef) {
             field_selector: Some(format!("metadata.name={}", r.name)),
             ..Default::default()
         };
-        let list: Value = match up.client.list(&path, &params).await {
-            Ok(list) => list,
+        let list = match up.client.list::<LeanValue>(&path, &params).await {
+            Ok(list) => list.0,
             Err(e) => {
                 Timer::after(retry.failed(&r, &e)).await;
                 continue;

@@ -25,6 +25,7 @@
 
 use super::agent::Uplink;
 use super::backoff;
+use super::lean::LeanValue;
 use super::mirror;
 use super::objects::{references, ObjectRef, ObjectWatches};
 use super::objects_projection::{meta_str, project, to_bytes};
@@ -121,8 +122,13 @@ impl PodSource {
     /// Lists the node's pods and makes the cache what the list says; the list's
     /// resourceVersion, or `None` when the list failed.
     async fn list(&mut self) -> Option<String> {
-        let list: Value = match self.up.client.list(&self.path(), &self.params()).await {
-            Ok(list) => list,
+        let list = match self
+            .up
+            .client
+            .list::<LeanValue>(&self.path(), &self.params())
+            .await
+        {
+            Ok(list) => list.0,
             Err(e) => {
                 self.failures = self.failures.saturating_add(1);
                 if self.failures == 1 {

@@ -37,6 +37,8 @@ use std::rc::Rc;
 
 /// Reason of a cluster pod not run because a local pod has its name.
 pub const NAME_CONFLICT: &str = crate::model::Reason::LocalPodNameConflict.as_str();
+/// Pods whose status is sent side by side.
+const IN_FLIGHT: usize = 8;
 
 /// What to do for one dirty pod.
 enum Action {
@@ -72,20 +74,29 @@ pub async fn run(up: Rc<Uplink>, bound: Rc<Bound>, wake: Receiver<()>) {
         pending.extend(up.ctx.store.borrow_mut().take_dirty_pods());
         let mut left = BTreeSet::new();
         let mut queue = std::mem::take(&mut pending).into_iter();
-        for name in queue.by_ref() {
-            let out = match send(&up, &bound, &name).await {
-                Outcome::Done => super::mirror::sync(&up, &bound, &mut mirrors, &name).await,
-                out => out,
-            };
-            match out {
-                Outcome::Done => {}
-                Outcome::Later => {
-                    left.insert(name);
-                }
-                Outcome::Retry => {
-                    left.insert(name);
-                    // The uplink is away: the others would fail the same way.
-                    break;
+        let mut away = false;
+        while !away {
+            let batch: Vec<PodName> = queue.by_ref().take(IN_FLIGHT).collect();
+            if batch.is_empty() {
+                break;
+            }
+            for (name, out) in send_all(&up, &bound, batch).await {
+                let out = match out {
+                    // Its mirror once the uplink is back (sending again costs one patch).
+                    _ if away => Outcome::Later,
+                    Outcome::Done => super::mirror::sync(&up, &bound, &mut mirrors, &name).await,
+                    out => out,
+                };
+                match out {
+                    Outcome::Done => {}
+                    Outcome::Later => {
+                        left.insert(name);
+                    }
+                    Outcome::Retry => {
+                        left.insert(name);
+                        // The uplink is away: the others would fail the same way.
+                        away = true;
+                    }
                 }
             }
         }
@@ -116,6 +127,32 @@ pub async fn run(up: Rc<Uplink>, bound: Rc<Bound>, wake: Receiver<()>) {
         )
         .await;
     }
+}
+
+/// Sends for the pods of `batch` side by side (streams of the one HTTP/2 connection:
+/// after a burst of pod starts, one round trip per [`IN_FLIGHT`] pods rather than per
+/// pod); the outcomes in `batch`'s order. Each pod is in one batch at a time, so one
+/// pod's patches never overtake each other.
+async fn send_all(
+    up: &Rc<Uplink>,
+    bound: &Rc<Bound>,
+    batch: Vec<PodName>,
+) -> Vec<(PodName, Outcome)> {
+    let tasks: Vec<_> = batch
+        .into_iter()
+        .map(|name| {
+            let (up, bound) = (up.clone(), bound.clone());
+            crate::rt::spawn(async move {
+                let out = send(&up, &bound, &name).await;
+                (name, out)
+            })
+        })
+        .collect();
+    let mut outs = Vec::with_capacity(tasks.len());
+    for task in tasks {
+        outs.push(task.await);
+    }
+    outs
 }
 
 /// Decides and does what pod `name` needs.

@@ -8,10 +8,13 @@
 //! (typically 410 Gone: that resourceVersion is too old) is returned once as
 //! `Err(ApiError::Status)` and ends the stream: relist, then watch from the list's
 //! resourceVersion. A broken connection is `Err(ApiError::Unavailable)`.
+//!
+//! Objects come without `metadata.managedFields` (see [`super::lean`]).
 
 use super::client::status_of;
 use super::conn::Connection;
 use super::error::ApiError;
+use super::lean::LeanValue;
 use bytes::{Buf, BytesMut};
 use serde::Deserialize;
 use serde_json::Value;
@@ -53,7 +56,7 @@ pub struct WatchStream {
 struct RawEvent {
     #[serde(rename = "type")]
     kind: String,
-    object: Value,
+    object: LeanValue,
 }
 
 impl WatchStream {
@@ -146,7 +149,7 @@ impl WatchStream {
             "DELETED" => EventType::Deleted,
             "BOOKMARK" => EventType::Bookmark,
             "ERROR" => {
-                let body = serde_json::to_vec(&raw.object).unwrap_or_default();
+                let body = serde_json::to_vec(&raw.object.0).unwrap_or_default();
                 return self.fail(ApiError::Status(status_of(500, &body)));
             }
             other => {
@@ -157,6 +160,7 @@ impl WatchStream {
         };
         if let Some(rv) = raw
             .object
+            .0
             .pointer("/metadata/resourceVersion")
             .and_then(Value::as_str)
         {
@@ -164,7 +168,7 @@ impl WatchStream {
         }
         Ok(WatchEvent {
             kind,
-            object: raw.object,
+            object: raw.object.0,
         })
     }
 }
