@@ -180,7 +180,9 @@ unit_tests() {
 		# `cargo zigbuild test` is not accepted; the binary itself takes `test`.
 		# No debug info: it only slows the link (zig) and the std build; overflow checks
 		# stay on (dev profile). cargo runs each target's tests with its qemu runner.
-		CARGO_PROFILE_DEV_DEBUG=0 cargo-zigbuild test --locked --lib "${TARGET_ARGS[@]}" \
+		# Emulated: tests that bound their time allow this many times more.
+		TINYLET_TEST_TIME_FACTOR=${TINYLET_TEST_TIME_FACTOR:-20} \
+			CARGO_PROFILE_DEV_DEBUG=0 cargo-zigbuild test --locked --lib "${TARGET_ARGS[@]}" \
 			"${BUILD_STD[@]}"
 		;;
 	esac

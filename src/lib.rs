@@ -35,3 +35,15 @@ pub mod sdnotify;
 pub mod store;
 #[cfg(feature = "uplink")]
 pub mod uplink;
+
+/// Test-only: the time bound `d` of a test that checks work stays small (no blow-up),
+/// scaled for slow runs: the ARM unit tests under qemu (cross/build.sh sets
+/// `TINYLET_TEST_TIME_FACTOR`) run many times slower than the host.
+#[cfg(test)]
+pub(crate) fn test_time_limit(d: std::time::Duration) -> std::time::Duration {
+    let factor = std::env::var("TINYLET_TEST_TIME_FACTOR")
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+        .unwrap_or(1);
+    d * factor.max(1)
+}
