@@ -566,7 +566,13 @@ fn log_rotation_bounds_files_and_loses_no_lines() {
             .run_pod_sandbox(sb_cfg.clone(), "")
             .await
             .unwrap();
-        let script = format!("i=0; while [ $i -lt {LINES} ]; do echo line $i; i=$((i+1)); done");
+        // A pause every 20,000 lines: the writer spans several rotation passes even on
+        // a fast, idle machine (a writer done before the third pass rotates too little
+        // for old files to go).
+        let script = format!(
+            "i=0; while [ $i -lt {LINES} ]; do echo line $i; i=$((i+1)); \
+             [ $((i % 20000)) -eq 0 ] && sleep 0.2; done"
+        );
         let id = run_container(
             &cri,
             &sb,
@@ -609,7 +615,10 @@ fn log_rotation_bounds_files_and_loses_no_lines() {
         assert_eq!(st.bad, 0);
         let seq = sequence(&String::from_utf8(out).unwrap());
         let first = *seq.first().unwrap();
-        assert!(first > 0, "old files should have been removed");
+        assert!(
+            first > 0 || rotations < MAX_FILES as usize,
+            "{rotations} rotations, so old files should have been removed"
+        );
         let want: Vec<u64> = (first..LINES).collect();
         assert!(
             seq == want,
