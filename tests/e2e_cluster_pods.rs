@@ -54,12 +54,8 @@ fn node() -> &'static Node {
 /// A node on `c` configured to join `kube` as `name` (its Node object made, as the
 /// node's registration would); the agent is not started.
 fn join(kube: &Kube, c: &Containerd, name: &str) -> Node {
-    let id = kube.node_identity(name);
     register(kube, name);
-    let n = Node::new(c, name);
-    n.set_config("nodeName", json!(name));
-    n.set_config("apiServer", json!({"kubeconfig": id.kubeconfig}));
-    n
+    Node::joining(c, &kube.node_identity(name))
 }
 
 /// Makes the Node object `name` (pods bound to a node that does not exist are removed
@@ -735,10 +731,7 @@ fn uplink_cut_and_back_the_node_catches_up() {
     let relay = kube.relay();
     let name = "tl-cut";
     register(kube, name);
-    let id = relay.node_identity(name);
-    let n = Node::new(&c, name);
-    n.set_config("nodeName", json!(name));
-    n.set_config("apiServer", json!({"kubeconfig": id.kubeconfig}));
+    let n = Node::joining(&c, &relay.node_identity(name));
     let ns = "cut";
     namespace(kube, ns);
     kube.apply(
@@ -980,10 +973,7 @@ fn service_account_tokens_survive_agent_restarts_and_come_after_an_offline_reboo
     let relay = kube.relay();
     let name = "tl-tokens";
     register(kube, name);
-    let id = relay.node_identity(name);
-    let n = Node::new(&c, name);
-    n.set_config("nodeName", json!(name));
-    n.set_config("apiServer", json!({"kubeconfig": id.kubeconfig}));
+    let n = Node::joining(&c, &relay.node_identity(name));
     let ns = "token-restarts";
     namespace(kube, ns);
     n.start_agent();
@@ -1152,10 +1142,7 @@ fn reboot_without_uplink_runs_every_cached_pod_and_catches_up() {
     let relay = kube.relay();
     let name = "tl-boot";
     register(kube, name);
-    let id = relay.node_identity(name);
-    let n = Node::new(&c, name);
-    n.set_config("nodeName", json!(name));
-    n.set_config("apiServer", json!({"kubeconfig": id.kubeconfig}));
+    let n = Node::joining(&c, &relay.node_identity(name));
     let ns = "boot";
     namespace(kube, ns);
     kube.apply(

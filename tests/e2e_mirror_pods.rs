@@ -52,10 +52,7 @@ fn join(kube: &Kube, c: &Containerd, name: &str) -> Node {
     kube.apply(
         &json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}}).to_string(),
     );
-    let n = Node::new(c, name);
-    n.set_config("nodeName", json!(name));
-    n.set_config("apiServer", json!({"kubeconfig": id.kubeconfig}));
-    n
+    Node::joining(c, &id)
 }
 
 fn namespace(kube: &Kube, ns: &str) {
@@ -370,10 +367,7 @@ fn mirrors_catch_up_after_the_uplink_was_cut() {
     kube.apply(
         &json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}}).to_string(),
     );
-    let id = relay.node_identity(name);
-    let n = Node::new(&c, name);
-    n.set_config("nodeName", json!(name));
-    n.set_config("apiServer", json!({"kubeconfig": id.kubeconfig}));
+    let n = Node::joining(&c, &relay.node_identity(name));
     n.start_agent();
     let spec = || json!({"containers": [sh("main", n.image(), "exec sleep 3600")]});
     n.apply(&pod("keep", spec()));

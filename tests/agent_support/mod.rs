@@ -62,6 +62,15 @@ impl Node {
         }
     }
 
+    /// A node on `c` named `id.name`, configured to join a cluster with the identity `id`
+    /// (`nodeName` and `apiServer.kubeconfig`); the agent is not started.
+    pub fn joining(c: &Containerd, id: &crate::common::kube::NodeIdentity) -> Node {
+        let n = Node::new(c, &id.name);
+        n.set_config("nodeName", json!(id.name));
+        n.set_config("apiServer", json!({"kubeconfig": id.kubeconfig}));
+        n
+    }
+
     /// The busybox image of the instance.
     pub fn image(&self) -> &str {
         &self.test_image
