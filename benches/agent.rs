@@ -34,12 +34,15 @@ mod common;
 
 #[path = "agent/direct.rs"]
 mod direct;
+#[path = "agent/figures.rs"]
+mod figures;
 #[path = "agent/node.rs"]
 mod node;
 #[path = "agent/procfs.rs"]
 mod procfs;
 
 use common::Containerd;
+use figures::{env_u64, pct, verdict};
 use node::Node;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -393,24 +396,8 @@ fn restart_phase(node: &Node, cri: &CriClient) -> Result<Vec<Duration>, String> 
     Ok(delays)
 }
 
-/// Nearest-rank percentile of `v` (sorted here).
-fn pct(v: &[Duration], p: usize) -> Duration {
-    let mut s = v.to_vec();
-    s.sort_unstable();
-    let rank = (s.len() * p).div_ceil(100).max(1);
-    s.get(rank - 1).copied().unwrap_or_default()
-}
-
 fn ms(d: Duration) -> String {
     format!("{:.1} ms", d.as_secs_f64() * 1e3)
-}
-
-fn verdict(ok: bool) -> &'static str {
-    if ok {
-        "ok"
-    } else {
-        "MISS"
-    }
 }
 
 fn print_report(r: &Report) {
@@ -521,13 +508,4 @@ fn print_report(r: &Report) {
         &format!("<= plegPeriod {} + 100 ms", ms(PLEG)),
         verdict(max <= PLEG + Duration::from_millis(100)),
     );
-}
-
-fn env_u64(key: &str, default: u64) -> Result<u64, String> {
-    match std::env::var(key) {
-        Ok(v) => v
-            .parse()
-            .map_err(|_| format!("{key}={v:?}: expected a number")),
-        Err(_) => Ok(default),
-    }
 }

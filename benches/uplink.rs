@@ -44,6 +44,8 @@
 #[path = "../tests/common/mod.rs"]
 mod common;
 
+#[path = "agent/figures.rs"]
+mod figures;
 #[path = "agent/node.rs"]
 #[allow(dead_code)]
 mod node;
@@ -59,6 +61,7 @@ mod watch;
 
 use common::kube::Kube;
 use common::Containerd;
+use figures::{env_u64, pct, verdict};
 use node::{Node, NS};
 use relay::{Bytes, Relay};
 use serde_json::{json, Value};
@@ -523,28 +526,12 @@ fn with_log(node: &Node, e: String) -> String {
     format!("{e}\nagent log (last lines):\n{}", node.log_tail())
 }
 
-/// Nearest-rank percentile of `v` (sorted here).
-fn pct(v: &[Duration], p: usize) -> Duration {
-    let mut s = v.to_vec();
-    s.sort_unstable();
-    let rank = (s.len() * p).div_ceil(100).max(1);
-    s.get(rank - 1).copied().unwrap_or_default()
-}
-
 fn max(v: &[Duration]) -> Duration {
     v.iter().max().copied().unwrap_or_default()
 }
 
 fn ms(d: Duration) -> String {
     format!("{:.0} ms", d.as_secs_f64() * 1e3)
-}
-
-fn verdict(ok: bool) -> &'static str {
-    if ok {
-        "ok"
-    } else {
-        "MISS"
-    }
 }
 
 fn print_report(r: &Report, secs: u64) {
@@ -691,13 +678,4 @@ fn print_report(r: &Report, secs: u64) {
         "",
         "",
     );
-}
-
-fn env_u64(key: &str, default: u64) -> Result<u64, String> {
-    match std::env::var(key) {
-        Ok(v) => v
-            .parse()
-            .map_err(|_| format!("{key}={v:?}: expected a number")),
-        Err(_) => Ok(default),
-    }
 }
