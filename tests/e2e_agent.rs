@@ -24,17 +24,11 @@ use std::time::{Duration, Instant};
 fn node() -> &'static Node {
     static NODE: OnceLock<&'static Node> = OnceLock::new();
     NODE.get_or_init(|| {
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let node: &'static Node =
-                Box::leak(Box::new(Node::new(Containerd::shared(), "shared")));
+        agent_support::node_for_the_process(|| {
+            let node = Node::new(Containerd::shared(), "shared");
             node.start_agent();
-            let _ = tx.send(node);
-            loop {
-                std::thread::park();
-            }
-        });
-        rx.recv().expect("starting the shared agent")
+            node
+        })
     })
 }
 

@@ -37,17 +37,12 @@ const START: Duration = Duration::from_secs(60);
 fn node() -> &'static Node {
     static N: OnceLock<&'static Node> = OnceLock::new();
     N.get_or_init(|| {
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
+        agent_support::node_for_the_process(|| {
             let kube = Kube::shared();
-            let n: &'static Node = Box::leak(Box::new(join(kube, Containerd::shared(), NODE)));
+            let n = join(kube, Containerd::shared(), NODE);
             n.start_agent();
-            let _ = tx.send(n);
-            loop {
-                std::thread::park();
-            }
-        });
-        rx.recv().expect("starting the shared agent")
+            n
+        })
     })
 }
 

@@ -34,19 +34,13 @@ use std::time::{Duration, Instant};
 fn node() -> &'static Node {
     static NODE: OnceLock<&'static Node> = OnceLock::new();
     NODE.get_or_init(|| {
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let node: &'static Node =
-                Box::leak(Box::new(Node::new(Containerd::shared(), "hostile")));
+        agent_support::node_for_the_process(|| {
+            let node = Node::new(Containerd::shared(), "hostile");
             node.start_agent();
             let c = sh("app", node.image(), "exec sleep 3600");
             node.apply(&pod("bystander", json!({"containers": [c]})));
-            let _ = tx.send(node);
-            loop {
-                std::thread::park();
-            }
-        });
-        rx.recv().expect("starting the shared agent")
+            node
+        })
     })
 }
 

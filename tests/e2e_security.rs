@@ -28,11 +28,9 @@ use std::time::{Duration, Instant};
 fn node() -> &'static Node {
     static NODE: OnceLock<&'static Node> = OnceLock::new();
     NODE.get_or_init(|| {
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let node: &'static Node =
-                Box::leak(Box::new(Node::new(Containerd::shared(), "security")));
-            let root = profile_root(node);
+        agent_support::node_for_the_process(|| {
+            let node = Node::new(Containerd::shared(), "security");
+            let root = profile_root(&node);
             std::fs::create_dir_all(&root).unwrap();
             // Allows everything but mkdir/mkdirat, which fail with EPERM (errno 1).
             let deny_mkdir = json!({
@@ -45,12 +43,8 @@ fn node() -> &'static Node {
             cfg["seccompProfileRoot"] = json!(root);
             std::fs::write(&node.config, serde_json::to_vec_pretty(&cfg).unwrap()).unwrap();
             node.start_agent();
-            let _ = tx.send(node);
-            loop {
-                std::thread::park();
-            }
-        });
-        rx.recv().expect("starting the shared agent")
+            node
+        })
     })
 }
 

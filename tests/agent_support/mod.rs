@@ -29,6 +29,22 @@ pub struct Node {
     agent: Mutex<Option<Child>>,
 }
 
+/// The node a test binary shares among its tests, made once: `setup` makes it and starts
+/// its agent on a thread that lives as long as the process, because the agent dies with
+/// the thread that started it (PR_SET_PDEATHSIG). Called from the binary's own
+/// `OnceLock`.
+pub fn node_for_the_process(setup: impl FnOnce() -> Node + Send + 'static) -> &'static Node {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let node: &'static Node = Box::leak(Box::new(setup()));
+        let _ = tx.send(node);
+        loop {
+            std::thread::park();
+        }
+    });
+    rx.recv().expect("starting the shared agent")
+}
+
 impl Node {
     /// Writes the config of a node named `name` in the instance directory of `c`
     /// (removed with the instance). The agent is not started.
