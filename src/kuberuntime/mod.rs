@@ -4,6 +4,8 @@ pub mod downward_api;
 pub mod env;
 pub mod expand;
 pub mod hash;
+#[cfg(test)]
+mod inotify_changes;
 pub mod labels;
 pub mod non_root;
 pub mod observed;

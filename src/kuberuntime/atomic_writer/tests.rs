@@ -45,35 +45,6 @@ fn names(dir: &Path) -> Vec<String> {
     v
 }
 
-/// Every change inotify reports in `dirs` while `f` runs (created, written, attributes,
-/// moved, deleted): counts rewrites even when content and timestamps would not show them.
-fn changes_during(dirs: &[PathBuf], f: impl FnOnce()) -> Vec<String> {
-    use rustix::fs::inotify::{self, CreateFlags, Reader, WatchFlags};
-    use std::mem::MaybeUninit;
-    let fd = inotify::init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC).unwrap();
-    let mask = WatchFlags::CREATE
-        | WatchFlags::MODIFY
-        | WatchFlags::CLOSE_WRITE
-        | WatchFlags::ATTRIB
-        | WatchFlags::MOVED_FROM
-        | WatchFlags::MOVED_TO
-        | WatchFlags::DELETE;
-    for d in dirs {
-        inotify::add_watch(&fd, d.as_path(), mask).unwrap();
-    }
-    f();
-    let mut buf = [MaybeUninit::<u8>::uninit(); 8192];
-    let mut reader = Reader::new(&fd, &mut buf);
-    let mut seen = Vec::new();
-    loop {
-        match reader.next() {
-            Ok(ev) => seen.push(format!("{:?} {:?}", ev.events(), ev.file_name())),
-            Err(rustix::io::Errno::AGAIN) => return seen,
-            Err(e) => panic!("reading inotify events: {e}"),
-        }
-    }
-}
-
 #[test]
 fn layout_is_kubelets() {
     let s = Scratch::new("layout");
@@ -118,7 +89,7 @@ fn nothing_is_written_when_nothing_changed() {
     let data = data_dir(&s.0).unwrap();
     let watched = [s.0.clone(), data.clone(), data.join("d")];
     let mut wrote = true;
-    let seen = changes_during(&watched, || {
+    let seen = crate::kuberuntime::inotify_changes::during(&watched, || {
         for _ in 0..3 {
             wrote &= write(&s.0, &files).unwrap();
         }
@@ -150,7 +121,8 @@ fn an_update_is_one_rename_of_data_and_cleans_up() {
     let old = link(&s.0.join("..data"));
     let v2 = [file("a", "one", 0o644), file("b", "2", 0o644)];
     let root = std::slice::from_ref(&s.0);
-    let seen = changes_during(root, || assert!(write(&s.0, &v2).unwrap()));
+    let seen =
+        crate::kuberuntime::inotify_changes::during(root, || assert!(write(&s.0, &v2).unwrap()));
     let new = link(&s.0.join("..data"));
     assert_ne!(new, old);
     // Containers see the switch as the rename of ..data_tmp over ..data.

@@ -260,32 +260,10 @@ fn configmap_projection_writes_only_changes() {
     );
 }
 
-/// Every change made to the entries of `dir` while `f` runs, as inotify reports them
-/// (created, opened for writing, written, attributes, moved in or out, deleted): a
-/// rewrite with the same content counts even when coarse timestamps would hide it.
+/// Every change made to the entries of `dir` while `f` runs (see
+/// [`crate::kuberuntime::inotify_changes::during`]).
 fn writes_during(dir: &Path, f: impl FnOnce()) -> Vec<String> {
-    use rustix::fs::inotify::{self, CreateFlags, Reader, WatchFlags};
-    use std::mem::MaybeUninit;
-    let fd = inotify::init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC).unwrap();
-    let mask = WatchFlags::CREATE
-        | WatchFlags::MODIFY
-        | WatchFlags::CLOSE_WRITE
-        | WatchFlags::ATTRIB
-        | WatchFlags::MOVED_FROM
-        | WatchFlags::MOVED_TO
-        | WatchFlags::DELETE;
-    inotify::add_watch(&fd, dir, mask).unwrap();
-    f();
-    let mut buf = [MaybeUninit::<u8>::uninit(); 4096];
-    let mut reader = Reader::new(&fd, &mut buf);
-    let mut seen = Vec::new();
-    loop {
-        match reader.next() {
-            Ok(ev) => seen.push(format!("{:?} {:?}", ev.events(), ev.file_name())),
-            Err(rustix::io::Errno::AGAIN) => return seen,
-            Err(e) => panic!("reading inotify events: {e}"),
-        }
-    }
+    crate::kuberuntime::inotify_changes::during(&[dir.to_path_buf()], f)
 }
 
 #[test]
