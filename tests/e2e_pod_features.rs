@@ -12,7 +12,9 @@
 //! host, gone from the host once the pod is deleted; projected (configMap, secret,
 //! downwardAPI) and downwardAPI volumes read from inside the container, read-only, in
 //! kubelet's `..data` layout, a label change reaching their files without a restart;
-//! a local pod with a service-account token volume waiting with a message naming it.
+//! a local pod with a service-account token volume waiting with a message naming it;
+//! non-root containers reading their secrets (and, through `fsGroup`, a 0400 secret and
+//! a shared emptyDir) as in kubelet.
 //!
 //! Every wait is "eventually, within a generous deadline", so a loaded machine only
 //! makes the tests slower.
@@ -351,6 +353,64 @@ fn projected_and_downward_api_volumes_follow_the_pod() {
         .all(|v| host_mounts_at(&vols.join(v)).is_empty());
         gone.then_some(())
     });
+}
+
+/// A container running as user 1000 reads a secret with the default mode; with
+/// `fsGroup` it also reads a 0400 secret and a file it makes in an emptyDir belongs to
+/// the group, which a second user of the group can write.
+#[test]
+fn non_root_containers_read_secrets_and_share_volumes_through_fs_group() {
+    let n = node();
+    n.apply(&json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "fg-sec", "namespace": NS}, "stringData": {"pw": "hunter2"}}));
+    let mut plain = sh("plain", n.image(), "exec sleep 3600");
+    plain["securityContext"] = json!({"runAsUser": 1000});
+    plain["volumeMounts"] = json!([{"name": "sec", "mountPath": "/sec"}]);
+    n.apply(&pod(
+        "nonroot-secret",
+        json!({"containers": [plain], "volumes": [
+            {"name": "sec", "secret": {"secretName": "fg-sec"}}]}),
+    ));
+    n.wait_running("nonroot-secret", START);
+    let (code, out, err) = n.exec("nonroot-secret", "plain", &["cat", "/sec/pw"]);
+    assert_eq!((code, out.as_str()), (0, "hunter2"), "{err}");
+    n.delete_pod("nonroot-secret");
+
+    let user = |name: &str, uid: u32| {
+        let mut c = sh(name, n.image(), "exec sleep 3600");
+        c["securityContext"] = json!({"runAsUser": uid, "runAsGroup": uid});
+        c["volumeMounts"] = json!([
+            {"name": "sec", "mountPath": "/sec"},
+            {"name": "shared", "mountPath": "/shared"},
+        ]);
+        c
+    };
+    n.apply(&pod(
+        "fsgroup",
+        json!({"securityContext": {"fsGroup": 2000},
+            "containers": [user("a", 1000), user("b", 1001)],
+            "volumes": [
+                {"name": "sec", "secret": {"secretName": "fg-sec", "defaultMode": 0o400}},
+                {"name": "shared", "emptyDir": {}}]}),
+    ));
+    n.wait_running("fsgroup", START);
+    let (code, out, err) = n.exec("fsgroup", "a", &["cat", "/sec/pw"]);
+    assert_eq!((code, out.as_str()), (0, "hunter2"), "{err}");
+    let (_, modes, _) = n.exec("fsgroup", "a", &["stat", "-L", "-c", "%a %g", "/sec/pw"]);
+    assert_eq!(modes, "440 2000\n");
+    let (code, _, err) = n.exec(
+        "fsgroup",
+        "a",
+        &["sh", "-c", "echo one > /shared/f && chmod g+w /shared/f"],
+    );
+    assert_eq!(code, 0, "{err}");
+    let (_, owner, _) = n.exec("fsgroup", "b", &["stat", "-c", "%u %g", "/shared/f"]);
+    assert_eq!(owner, "1000 2000\n", "new files inherit the group");
+    let (code, _, err) = n.exec("fsgroup", "b", &["sh", "-c", "echo two >> /shared/f"]);
+    assert_eq!(code, 0, "{err}");
+    let (_, out, _) = n.exec("fsgroup", "a", &["cat", "/shared/f"]);
+    assert_eq!(out, "one\ntwo\n");
+    n.delete_pod("fsgroup");
 }
 
 /// The kube-api-access-* volume of a cluster pod, applied as a local pod: there is no

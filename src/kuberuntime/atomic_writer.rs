@@ -14,8 +14,12 @@
 //! and config reloaders in pods watch for exactly this rename of `..data` (inotify on
 //! the volume directory) to know that an update is complete.
 //!
-//! Nothing is written when the directory already shows exactly these files (contents
-//! and modes; no stray entry): a steady state writes nothing to flash or tmpfs. Nothing
+//! With a group (the pod's `fsGroup`, [`super::ownership`]) every file and directory
+//! written belongs to it and directories are 02755; the caller adds the files' group
+//! bits to their modes.
+//!
+//! Nothing is written when the directory already shows exactly these files (contents,
+//! modes and group; no stray entry): a steady state writes nothing to flash or tmpfs. Nothing
 //! is fsynced: the files are derived from the store, and a torn write after a power cut
 //! differs from what is wanted, so the next sync (before any container starts) writes
 //! it again. A directory in another layout (an older agent's plain files) is replaced
@@ -29,7 +33,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::io::{self, Write};
 use std::ops::Bound;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -55,15 +59,16 @@ pub struct FileProjection {
 /// Clean path -> (content, mode), the payload with duplicates resolved (the last wins).
 type Payload<'a> = BTreeMap<String, (&'a [u8], u32)>;
 
-/// Makes `dir` (an existing directory) show exactly `files`. Returns whether it wrote.
-/// With several files at one path the last one wins, as in kubelet.
-pub fn write(dir: &Path, files: &[FileProjection]) -> io::Result<bool> {
+/// Makes `dir` (an existing directory) show exactly `files`, owned by `group` when
+/// set. Returns whether it wrote. With several files at one path the last one wins,
+/// as in kubelet.
+pub fn write(dir: &Path, files: &[FileProjection], group: Option<u32>) -> io::Result<bool> {
     let payload = payload(files)?;
-    if is_current(dir, &payload)? {
+    if is_current(dir, &payload, group)? {
         return Ok(false);
     }
-    let ts = new_timestamped_dir(dir)?;
-    let written = write_payload(&dir.join(&ts), &payload)
+    let ts = new_timestamped_dir(dir, group)?;
+    let written = write_payload(&dir.join(&ts), &payload, group)
         .and_then(|()| link_top_level(dir, &payload))
         .and_then(|()| switch_data_dir(dir, &ts));
     if let Err(e) = written {
@@ -133,11 +138,11 @@ fn top(p: &str) -> &str {
 }
 
 /// Whether `dir` shows exactly `payload`: `..data` names a timestamped directory
-/// holding these files with these contents and modes, each top-level name is a link
+/// holding these files with these contents, modes and group, each top-level name is a link
 /// into `..data`, and nothing else is at the top (a leftover of a crashed write, an
 /// older layout, a name that is gone). Inside the timestamped directory only the
 /// agent writes, each time a whole new one, so extra entries there are not looked for.
-fn is_current(dir: &Path, payload: &Payload<'_>) -> io::Result<bool> {
+fn is_current(dir: &Path, payload: &Payload<'_>, group: Option<u32>) -> io::Result<bool> {
     let Some(ts) = data_target(dir) else {
         return Ok(false);
     };
@@ -158,6 +163,7 @@ fn is_current(dir: &Path, payload: &Payload<'_>) -> io::Result<bool> {
         };
         let same = meta.file_type().is_file()
             && meta.permissions().mode() & 0o7777 == *mode
+            && group.is_none_or(|g| meta.gid() == g)
             && meta.len() == data.len() as u64
             && fs::read(ts.join(p))? == *data;
         if !same {
@@ -194,8 +200,8 @@ fn is_top_link(dir: &Path, name: &str) -> bool {
     fs::read_link(dir.join(name)).is_ok_and(|t| t == Path::new(DATA_DIR).join(name))
 }
 
-/// Makes a new `..YYYY_MM_DD_HH_MM_SS.NANOS` directory (0755) in `dir`; returns its name.
-fn new_timestamped_dir(dir: &Path) -> io::Result<String> {
+/// Makes a new `..YYYY_MM_DD_HH_MM_SS.NANOS` directory in `dir`; returns its name.
+fn new_timestamped_dir(dir: &Path, group: Option<u32>) -> io::Result<String> {
     let now = SystemTime::now();
     let stamp = crate::model::time::format_rfc3339(now).replace(['-', 'T', ':'], "_");
     let nanos = now
@@ -203,7 +209,7 @@ fn new_timestamped_dir(dir: &Path) -> io::Result<String> {
         .map_or(0, |d| d.subsec_nanos());
     for n in 0..100u32 {
         let name = format!("..{}.{nanos:09}{n}", stamp.trim_end_matches('Z'));
-        match make_dir(&dir.join(&name)) {
+        match make_dir(&dir.join(&name), group) {
             Ok(()) => return Ok(name),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(e),
@@ -212,19 +218,23 @@ fn new_timestamped_dir(dir: &Path) -> io::Result<String> {
     Err(io::Error::other("no free name for a timestamped directory"))
 }
 
-/// A directory with exactly 0755, whatever the umask.
-fn make_dir(path: &Path) -> io::Result<()> {
+/// A directory with exactly 0755 (02755 in `group`), whatever the umask.
+fn make_dir(path: &Path, group: Option<u32>) -> io::Result<()> {
     fs::DirBuilder::new().mode(0o755).create(path)?;
-    fs::set_permissions(path, fs::Permissions::from_mode(0o755))
+    if group.is_some() {
+        std::os::unix::fs::lchown(path, None, group)?;
+    }
+    let mode = super::ownership::dir_mode(0o755, group, super::ownership::READ_ONLY_FILE_BITS);
+    fs::set_permissions(path, fs::Permissions::from_mode(mode))
 }
 
 /// Writes every file of the payload below the fresh directory `ts`.
-fn write_payload(ts: &Path, payload: &Payload<'_>) -> io::Result<()> {
+fn write_payload(ts: &Path, payload: &Payload<'_>, group: Option<u32>) -> io::Result<()> {
     for (p, (data, mode)) in payload {
         let mut dirs: Vec<&str> = parents(p).collect();
         dirs.reverse();
         for d in dirs {
-            match make_dir(&ts.join(d)) {
+            match make_dir(&ts.join(d), group) {
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
                 r => r?,
             }
@@ -236,6 +246,9 @@ fn write_payload(ts: &Path, payload: &Payload<'_>) -> io::Result<()> {
             .mode(*mode)
             .open(ts.join(p))?;
         f.write_all(data)?;
+        if group.is_some() {
+            std::os::unix::fs::fchown(&f, None, group)?;
+        }
         f.set_permissions(fs::Permissions::from_mode(*mode))?;
     }
     Ok(())

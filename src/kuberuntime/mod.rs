@@ -47,6 +47,7 @@ pub mod beneath;
 pub mod bind;
 pub mod container;
 pub mod mountinfo;
+pub mod ownership;
 pub mod pod_dir;
 pub mod projected;
 pub mod resources;

@@ -22,9 +22,13 @@
 //!   worker calls [`prepare`] on every sync, so an updated object (or label, or token)
 //!   reaches running containers' files, and a steady state writes nothing. Secret,
 //!   projected and downwardAPI volumes are a sized tmpfs (mounted before their files
-//!   are written; the secret's mode 0700, the others 0755 so non-root containers read
-//!   their token), so secret data and tokens never rest on flash; a configMap volume
+//!   are written; 0755 so non-root containers read them, while the secret and
+//!   projected plugin directories above them are 0700, closed to host users), so
+//!   secret data and tokens never rest on flash; a configMap volume
 //!   is a directory on disk, as in kubelet. Containers mount all four read-only.
+//! - `fsGroup` ([`super::ownership`]): the computed volumes' files and directories
+//!   belong to it (group-readable, directories set-group-ID), an emptyDir's root too
+//!   (group-writable, set-group-ID), so non-root containers share them as in kubelet.
 //! - subPath / subPathExpr (`$(VAR)` expanded from the container's env): resolved
 //!   beneath the volume (missing directories made 0755), then bound. In a volume of
 //!   computed files that is beneath the directory `..data` points at (the top-level
@@ -35,7 +39,7 @@ use super::beneath;
 use super::bind::{self, Target};
 use super::env::Objects;
 use super::expand::Env;
-use super::{downward_api, projected, tmpfs, SyncError};
+use super::{downward_api, ownership, projected, tmpfs, SyncError};
 use crate::cri::pb;
 use crate::model::container::VolumeMount;
 use crate::model::pod::{HostPathType, StorageMedium, Volume};
@@ -82,6 +86,7 @@ fn prepare_one(
             format!("volume {:?}: {what}: {e}", v.name),
         )
     };
+    let group = ownership::fs_group(pod);
     if let Some(ed) = &v.empty_dir {
         let dir = make_volume_dir(pods_dir, pod, "empty-dir", &v.name, 0o777)
             .map_err(|e| io_err("cannot create emptyDir", e))?;
@@ -97,6 +102,8 @@ fn prepare_one(
                 );
             }
         }
+        let mode = ownership::dir_mode(0o777, group, ownership::WRITABLE_FILE_BITS);
+        ownership::claim_dir(&dir, group, mode).map_err(|e| io_err("cannot apply fsGroup", e))?;
         return Ok(());
     }
     if let Some(hp) = &v.host_path {
@@ -104,15 +111,20 @@ fn prepare_one(
         return Ok(());
     }
     let plugin = plugin(v);
-    let files = volume_files(pod, v, &volume_dir(pods_dir, pod, plugin, &v.name), objects)?;
-    let dir_mode = if plugin == "secret" { 0o700 } else { 0o755 };
+    let mut files = volume_files(pod, v, &volume_dir(pods_dir, pod, plugin, &v.name), objects)?;
+    let ro = ownership::READ_ONLY_FILE_BITS;
+    for f in &mut files {
+        f.mode = ownership::file_mode(f.mode, group, ro);
+    }
+    let dir_mode = ownership::dir_mode(0o755, group, ro);
     let dir = make_volume_dir(pods_dir, pod, plugin, &v.name, dir_mode)
         .map_err(|e| io_err("cannot create its directory", e))?;
     if plugin != "configmap" {
         files_tmpfs(&dir, &files, dir_mode)
             .map_err(|e| io_err("cannot mount a tmpfs for it", e))?;
     }
-    atomic_writer::write(&dir, &files).map_err(|e| io_err("cannot write its files", e))?;
+    ownership::set_dir(&dir, group, dir_mode).map_err(|e| io_err("cannot apply fsGroup", e))?;
+    atomic_writer::write(&dir, &files, group).map_err(|e| io_err("cannot write its files", e))?;
     Ok(())
 }
 
@@ -163,7 +175,8 @@ fn volume_files(
     projected::keys(&entries, items, mode(default_mode)).map_err(fail)
 }
 
-/// Makes `podsDir/UID/volumes/kubernetes.io~PLUGIN/NAME`: the parents 0755, the volume
+/// Makes `podsDir/UID/volumes/kubernetes.io~PLUGIN/NAME`: the parents 0755 (0700 for
+/// [`HOST_PRIVATE_PLUGINS`]), the volume
 /// directory `mode` when it is made here (both exactly, whatever the umask: with umask
 /// 0 a recursive builder would leave world-writable directories the agent later walks).
 fn make_volume_dir(
@@ -176,9 +189,18 @@ fn make_volume_dir(
     let root = super::pod_dir::open(pods_dir, &pod.metadata.uid)?;
     let rel = Path::new("volumes").join(format!("kubernetes.io~{plugin}"));
     let parent = beneath::make_dirs(root.as_fd(), &rel, 0o755)?;
+    if HOST_PRIVATE_PLUGINS.contains(&plugin) {
+        let path = pods_dir.join(&pod.metadata.uid).join(&rel);
+        ownership::set_dir(&path, None, 0o700)?;
+    }
     beneath::make_dir(parent.as_fd(), name.as_ref(), mode)?;
     Ok(volume_dir(pods_dir, pod, plugin, name))
 }
+
+/// Plugins whose volumes hold secret data (secrets, service-account tokens): their
+/// plugin directory is 0700, so users of the host cannot reach the files, while the
+/// volume itself is 0755 like the others and a non-root container reads it.
+const HOST_PRIVATE_PLUGINS: [&str; 2] = ["secret", "projected"];
 
 /// Mounts (or grows) the tmpfs of a secret, projected or downwardAPI volume for
 /// `files`, its root `mode`. Before the first mount, files an older agent wrote to the

@@ -53,7 +53,7 @@ fn layout_is_kubelets() {
         file("ca.crt", "CA", 0o600),
         file("conf/app/x.ini", "x=1", 0o400),
     ];
-    assert!(write(&s.0, &files).unwrap());
+    assert!(write(&s.0, &files, None).unwrap());
     let ts = link(&s.0.join("..data"));
     // ..YYYY_MM_DD_HH_MM_SS.DIGITS, as Go's MkdirTemp makes it.
     let (stamp, digits) = ts[2..].split_once('.').unwrap();
@@ -85,28 +85,28 @@ fn layout_is_kubelets() {
 fn nothing_is_written_when_nothing_changed() {
     let s = Scratch::new("same");
     let files = [file("a", "1", 0o644), file("d/b", "2", 0o644)];
-    assert!(write(&s.0, &files).unwrap());
+    assert!(write(&s.0, &files, None).unwrap());
     let data = data_dir(&s.0).unwrap();
     let watched = [s.0.clone(), data.clone(), data.join("d")];
     let mut wrote = true;
     let seen = crate::kuberuntime::inotify_changes::during(&watched, || {
         for _ in 0..3 {
-            wrote &= write(&s.0, &files).unwrap();
+            wrote &= write(&s.0, &files, None).unwrap();
         }
     });
     assert!(!wrote);
     assert_eq!(seen, Vec::<String>::new(), "no write at steady state");
     // The same content given in another order, or as a cleaned path, is the same.
     let again = [file("./d//b", "2", 0o644), file("a", "1", 0o644)];
-    assert!(!write(&s.0, &again).unwrap());
+    assert!(!write(&s.0, &again, None).unwrap());
     // A name sorting between a directory and its files ("a-b" < "a/c") is no stray.
     let mixed = [
         file("a-b", "1", 0o644),
         file("a/c", "2", 0o644),
         file("a.x", "3", 0o644),
     ];
-    assert!(write(&s.0, &mixed).unwrap());
-    assert!(!write(&s.0, &mixed).unwrap());
+    assert!(write(&s.0, &mixed, None).unwrap());
+    assert!(!write(&s.0, &mixed, None).unwrap());
 }
 
 #[test]
@@ -117,12 +117,13 @@ fn an_update_is_one_rename_of_data_and_cleans_up() {
         file("b", "2", 0o644),
         file("gone/c", "3", 0o644),
     ];
-    write(&s.0, &v1).unwrap();
+    write(&s.0, &v1, None).unwrap();
     let old = link(&s.0.join("..data"));
     let v2 = [file("a", "one", 0o644), file("b", "2", 0o644)];
     let root = std::slice::from_ref(&s.0);
-    let seen =
-        crate::kuberuntime::inotify_changes::during(root, || assert!(write(&s.0, &v2).unwrap()));
+    let seen = crate::kuberuntime::inotify_changes::during(root, || {
+        assert!(write(&s.0, &v2, None).unwrap())
+    });
     let new = link(&s.0.join("..data"));
     assert_ne!(new, old);
     // Containers see the switch as the rename of ..data_tmp over ..data.
@@ -143,10 +144,10 @@ fn an_update_is_one_rename_of_data_and_cleans_up() {
     assert_eq!(fs::read_to_string(s.0.join("b")).unwrap(), "2");
     // A change of mode alone is an update too.
     let v3 = [file("a", "one", 0o600), file("b", "2", 0o644)];
-    assert!(write(&s.0, &v3).unwrap());
+    assert!(write(&s.0, &v3, None).unwrap());
     assert_eq!(mode(&s.0.join("a")), 0o600);
     // Nothing: only ..data and its directory.
-    assert!(write(&s.0, &[]).unwrap());
+    assert!(write(&s.0, &[], None).unwrap());
     assert_eq!(names(&s.0).len(), 2);
 }
 
@@ -159,37 +160,42 @@ fn an_older_layout_and_leftovers_are_replaced() {
     fs::write(s.0.join("stale"), "old").unwrap();
     fs::create_dir_all(s.0.join("..2020_01_01_00_00_00.1")).unwrap();
     let files = [file("a", "new", 0o644), file("sub/b", "b", 0o644)];
-    assert!(write(&s.0, &files).unwrap());
+    assert!(write(&s.0, &files, None).unwrap());
     let ts = link(&s.0.join("..data"));
     assert_eq!(names(&s.0), [ts.as_str(), "..data", "a", "sub"]);
     assert_eq!(fs::read_to_string(s.0.join("a")).unwrap(), "new");
     assert!(!s.0.join("sub/x").exists());
     // A stray entry later (another crash) makes the next write put things right.
     fs::create_dir(s.0.join("..2020_01_01_00_00_00.2")).unwrap();
-    assert!(write(&s.0, &files).unwrap());
+    assert!(write(&s.0, &files, None).unwrap());
     assert_eq!(names(&s.0).len(), 4);
     // So does a file changed behind the agent's back, or a link replaced.
     let data = data_dir(&s.0).unwrap();
     fs::write(data.join("a"), "changed").unwrap();
-    assert!(write(&s.0, &files).unwrap());
+    assert!(write(&s.0, &files, None).unwrap());
     assert_eq!(fs::read_to_string(s.0.join("a")).unwrap(), "new");
     fs::remove_file(s.0.join("sub")).unwrap();
     fs::create_dir(s.0.join("sub")).unwrap();
-    assert!(write(&s.0, &files).unwrap());
+    assert!(write(&s.0, &files, None).unwrap());
     assert_eq!(fs::read_to_string(s.0.join("sub/b")).unwrap(), "b");
-    assert!(!write(&s.0, &files).unwrap());
+    assert!(!write(&s.0, &files, None).unwrap());
 }
 
 #[test]
 fn bad_paths_are_refused_and_the_last_duplicate_wins() {
     let s = Scratch::new("paths");
     for bad in ["../x", "a/../../x", "..data", "..x/y", "/abs", "", "./"] {
-        let e = write(&s.0, &[file(bad, "x", 0o644)]).unwrap_err();
+        let e = write(&s.0, &[file(bad, "x", 0o644)], None).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{bad:?}: {e}");
     }
     let long = "n".repeat(256);
-    assert!(write(&s.0, &[file(&long, "x", 0o644)]).is_err());
-    let e = write(&s.0, &[file("a", "1", 0o644), file("a/b", "2", 0o644)]).unwrap_err();
+    assert!(write(&s.0, &[file(&long, "x", 0o644)], None).is_err());
+    let e = write(
+        &s.0,
+        &[file("a", "1", 0o644), file("a/b", "2", 0o644)],
+        None,
+    )
+    .unwrap_err();
     assert!(
         e.to_string().contains("both a file and the directory"),
         "{e}"
@@ -198,6 +204,7 @@ fn bad_paths_are_refused_and_the_last_duplicate_wins() {
     write(
         &s.0,
         &[file("k", "first", 0o644), file("k", "second", 0o600)],
+        None,
     )
     .unwrap();
     assert_eq!(fs::read_to_string(s.0.join("k")).unwrap(), "second");
@@ -209,7 +216,12 @@ fn bad_paths_are_refused_and_the_last_duplicate_wins() {
 fn the_current_file_is_read_back_bounded() {
     let s = Scratch::new("current");
     assert_eq!(current(&s.0, "token", 64), None, "nothing written yet");
-    write(&s.0, &[file("token", "t1", 0o644), file("d/f", "x", 0o644)]).unwrap();
+    write(
+        &s.0,
+        &[file("token", "t1", 0o644), file("d/f", "x", 0o644)],
+        None,
+    )
+    .unwrap();
     assert_eq!(current(&s.0, "token", 64).as_deref(), Some(&b"t1"[..]));
     assert_eq!(current(&s.0, "./token", 64).as_deref(), Some(&b"t1"[..]));
     assert_eq!(current(&s.0, "token", 1), None, "over the bound");

@@ -267,7 +267,7 @@ fn writes_during(dir: &Path, f: impl FnOnce()) -> Vec<String> {
 }
 
 #[test]
-fn secret_projection_is_private_and_items_select_keys() {
+fn secret_projection_is_closed_to_the_host_and_items_select_keys() {
     let s = Scratch::new("sec");
     let mut v = vol("creds");
     v.secret = Some(SecretVolumeSource {
@@ -296,10 +296,11 @@ fn secret_projection_is_private_and_items_select_keys() {
         "secrets live on a tmpfs"
     );
     assert!(!dir.join("other").exists());
-    assert_eq!(
-        std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
-        0o700
-    );
+    // Readable by a non-root container (the files' own modes decide); the plugin
+    // directory above is closed to host users.
+    let mode_of = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode_of(&dir), 0o755);
+    assert_eq!(mode_of(dir.parent().unwrap()), 0o700);
     assert_eq!(
         std::fs::metadata(dir.join("sub/tok"))
             .unwrap()
@@ -885,4 +886,65 @@ fn a_configmap_sub_path_reaches_the_key_through_data() {
         id(&data.join("nginx.conf"))
     );
     let _ = crate::kuberuntime::teardown::unmount_all(&s.0.join("uid-1"));
+}
+
+/// The files, directories and emptyDir root of a pod with `fsGroup` belong to it, with
+/// kubelet's group bits; a second sync changes nothing; a pod's later chmod of its
+/// emptyDir stays.
+#[test]
+fn fs_group_owns_the_volumes_and_a_steady_state_changes_nothing() {
+    use std::os::unix::fs::MetadataExt;
+    let s = Scratch::new("fsgroup");
+    let mut sec = vol("creds");
+    sec.secret = Some(SecretVolumeSource {
+        secret_name: "s".into(),
+        items: vec![KeyToPath {
+            key: "token".into(),
+            path: "sub/tok".into(),
+            mode: Some(0o400),
+        }],
+        ..Default::default()
+    });
+    let mut scratch = vol("scratch");
+    scratch.empty_dir = Some(EmptyDirVolumeSource::default());
+    let mut secret = Secret::default();
+    secret.metadata.name = "s".into();
+    secret.string_data.insert("token".into(), "t0k".into());
+    let objs = Objs {
+        cm: RefCell::new(None),
+        secret: Some(secret),
+    };
+    let mut p = pod(vec![sec, scratch]);
+    p.spec.security_context = Some(crate::model::pod::PodSecurityContext {
+        fs_group: Some(4321),
+        ..Default::default()
+    });
+    prepare(&p, &s.0, &[], &objs).unwrap();
+    let owner = |p: &Path| {
+        let m = std::fs::symlink_metadata(p).unwrap();
+        (m.gid(), m.mode() & 0o7777)
+    };
+    let dir = volume_dir(&s.0, &p, "secret", "creds");
+    let data = dir.join(crate::kuberuntime::atomic_writer::DATA_DIR);
+    assert_eq!(owner(&dir), (4321, 0o2755));
+    assert_eq!(owner(&data.join("sub")), (4321, 0o2755));
+    assert_eq!(owner(&data.join("sub/tok")), (4321, 0o440));
+    assert_eq!(owner(&data.join(".")), (4321, 0o2755));
+    let empty = volume_dir(&s.0, &p, "empty-dir", "scratch");
+    assert_eq!(owner(&empty), (4321, 0o2777));
+    let changes = writes_during(&dir, || prepare(&p, &s.0, &[], &objs).unwrap());
+    assert_eq!(
+        changes,
+        Vec::<String>::new(),
+        "a steady state writes nothing"
+    );
+    std::fs::set_permissions(&empty, std::fs::Permissions::from_mode(0o2770)).unwrap();
+    prepare(&p, &s.0, &[], &objs).unwrap();
+    assert_eq!(owner(&empty), (4321, 0o2770), "the pod's own mode stays");
+    // Another fsGroup: the files are written again, owned by it.
+    p.spec.security_context.as_mut().unwrap().fs_group = Some(99);
+    prepare(&p, &s.0, &[], &objs).unwrap();
+    let data = dir.join(crate::kuberuntime::atomic_writer::DATA_DIR);
+    assert_eq!(owner(&data.join("sub/tok")), (99, 0o440));
+    assert_eq!(owner(&dir), (99, 0o2755));
 }
