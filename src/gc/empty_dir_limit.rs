@@ -11,7 +11,6 @@ use crate::kuberuntime::tmpfs::EMPTY_DIR_PLUGIN;
 use crate::model::pod::StorageMedium;
 use crate::model::Pod;
 use std::collections::HashSet;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 /// Most directory entries counted per volume and pass.
@@ -74,28 +73,9 @@ impl SizeLimits {
 }
 
 /// Bytes allocated below `dir` (as `du`), counting at most `max_entries` entries;
-/// symlinks are not followed, unreadable parts count as 0.
+/// no symlink followed ([`super::tree_size`]), unreadable parts count as 0.
 pub fn usage(dir: &Path, max_entries: usize) -> u64 {
-    let mut total = 0u64;
-    let mut seen = 0usize;
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            seen += 1;
-            if seen > max_entries {
-                return total;
-            }
-            let Ok(md) = e.metadata() else { continue };
-            total = total.saturating_add(md.blocks().saturating_mul(512));
-            if md.is_dir() {
-                stack.push(e.path());
-            }
-        }
-    }
-    total
+    super::tree_size::measure(dir, max_entries).allocated
 }
 
 #[cfg(test)]

@@ -134,23 +134,10 @@ fn collect(
     }
 }
 
-/// Total size of the regular files below `dir` (symlinks not followed).
+/// Total size of the regular files below `dir` (no symlink followed), counted up to
+/// [`super::empty_dir_limit::MAX_ENTRIES`] entries: a report, not worth a long pass.
 fn dir_size(dir: &Path) -> u64 {
-    let mut total = 0;
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            match e.file_type() {
-                Ok(t) if t.is_dir() => stack.push(e.path()),
-                Ok(t) if t.is_file() => total += e.metadata().map_or(0, |m| m.len()),
-                _ => {}
-            }
-        }
-    }
-    total
+    super::tree_size::measure(dir, super::empty_dir_limit::MAX_ENTRIES).file_bytes
 }
 
 #[cfg(test)]

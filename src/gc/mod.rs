@@ -20,6 +20,7 @@
 //! - [`leftovers`]: volume and log directories of deleted pods.
 //! - [`empty_dir_limit`]: disk emptyDir usage against `sizeLimit` (warn, not evict).
 //! - [`logs`]: container log rotation (rename + ReopenContainerLog).
+//! - [`tree_size`]: the size of a tree a pod may write, measured without following links.
 //! - [`error`]: why a removal or rotation failed (its step and cause).
 
 pub mod container;
@@ -32,3 +33,4 @@ pub mod image_records;
 pub mod image_ref;
 pub mod leftovers;
 pub mod logs;
+pub mod tree_size;
