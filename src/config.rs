@@ -215,7 +215,7 @@ impl std::error::Error for ConfigError {}
 impl Config {
     /// Reads and validates a config file.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text = crate::store::bounded::read_to_string(path, MAX_CONFIG_BYTES)
+        let text = crate::bounded::read_to_string(path, MAX_CONFIG_BYTES)
             .map_err(|e| ConfigError(format!("{}: cannot read: {e}", path.display())))?;
         Self::parse(&text).map_err(|e| ConfigError(format!("{}: {}", path.display(), e.0)))
     }
