@@ -5,7 +5,8 @@
 #                                     checked static + stripped, copied to dist/tinylet-TARGET;
 #                                     TARGET may also be x86_64-unknown-linux-musl (the
 #                                     device-like static build make bench-agent measures;
-#                                     it runs natively, no qemu)
+#                                     it runs natively, no qemu). The local-only build
+#                                     without the uplink: STATIC_FEATURES=--no-default-features
 #   cross/build.sh test TARGET...     the library's unit tests, run under qemu-user
 #   cross/build.sh cross-test         both targets: static, --version under qemu, unit
 #                                     tests under qemu, then "size TARGET BYTES" lines
@@ -38,6 +39,12 @@ RELEASE_STD_FEATURES=${RELEASE_STD_FEATURES-optimize_for_size}
 # Cargo feature flags for the release binaries, e.g. STATIC_FEATURES=--no-default-features
 # for a local-only firmware build without the cluster uplink.
 read -ra FEATURE_ARGS <<<"${STATIC_FEATURES-}"
+# Code-generation flags of the release binaries only (docker-less path). No unwind tables:
+# with panic = "abort" nothing unwinds, and std without `backtrace` cannot symbolize a
+# backtrace anyway, yet .eh_frame and its index were 277 KB of the 1.54 MB aarch64
+# local-only binary (2026-12-01). A panic still prints its message and aborts.
+# Unit tests keep the tables (their harness unwinds). Empty it to build with them.
+RELEASE_RUSTFLAGS=${RELEASE_RUSTFLAGS-"-C force-unwind-tables=no"}
 
 say() { echo "cross/build: $*" >&2; }
 die() {
@@ -115,12 +122,22 @@ static() {
 	cross) for t in "$@"; do cross build --release --locked "${FEATURE_ARGS[@]}" --target "$t"; done ;;
 	zigbuild)
 		zigbuild_env "$@"
+		release_rustflags "$@"
 		target_args "$@"
 		cargo-zigbuild build --release --locked "${FEATURE_ARGS[@]}" "${TARGET_ARGS[@]}" "${BUILD_STD[@]}" \
 			"-Zbuild-std-features=$RELEASE_STD_FEATURES"
 		;;
 	esac
 	for t in "$@"; do check_static "$t"; done
+}
+
+# Adds RELEASE_RUSTFLAGS to the per-target flags zigbuild_env set for TARGETs.
+release_rustflags() {
+	local t var
+	for t in "$@"; do
+		var=CARGO_TARGET_$(env_triple "$t")_RUSTFLAGS
+		export "$var=${!var} $RELEASE_RUSTFLAGS"
+	done
 }
 
 # Fails unless TARGET's binary is static and stripped; copies it to dist/.

@@ -215,7 +215,7 @@ impl std::error::Error for ConfigError {}
 impl Config {
     /// Reads and validates a config file.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text = crate::store::bounded::read_to_string(path, MAX_CONFIG_BYTES)
+        let text = crate::bounded::read_to_string(path, MAX_CONFIG_BYTES)
             .map_err(|e| ConfigError(format!("{}: cannot read: {e}", path.display())))?;
         Self::parse(&text).map_err(|e| ConfigError(format!("{}: {}", path.display(), e.0)))
     }
@@ -231,7 +231,10 @@ impl Config {
     /// Parses and validates config JSON.
     pub fn parse(text: &str) -> Result<Config, ConfigError> {
         let cfg: Config =
-            serde_json::from_str(text).map_err(|e| ConfigError(describe_json_error(text, &e)))?;
+            // from_slice, not from_str: one deserializer per type in the binary (the
+            // messages are the same for text that is UTF-8 already).
+            serde_json::from_slice(text.as_bytes())
+                .map_err(|e| ConfigError(describe_json_error(text, &e)))?;
         cfg.validate()?;
         Ok(cfg)
     }
@@ -348,7 +351,7 @@ impl Config {
 
     /// Effective values as pretty JSON, for `check-config`.
     pub fn to_pretty_json(&self) -> String {
-        serde_json::to_string_pretty(self).unwrap_or_default()
+        crate::model::pretty::pretty(&serde_json::to_vec(self).unwrap_or_default())
     }
 }
 
@@ -356,7 +359,7 @@ impl Config {
 /// (`imageGC.minAge: expected a duration ...`), because serde's own message names the
 /// position but not the key. Syntax errors are returned unchanged.
 fn describe_json_error(text: &str, err: &serde_json::Error) -> String {
-    let located = match serde_json::from_str::<serde_json::Value>(text) {
+    let located = match serde_json::from_slice::<serde_json::Value>(text.as_bytes()) {
         Ok(serde_json::Value::Object(obj)) => failing_field::<Config>(&obj, ""),
         _ => None,
     };
@@ -375,7 +378,10 @@ fn failing_field<T: serde::de::DeserializeOwned>(
 ) -> Option<String> {
     obj.iter().find_map(|(key, value)| {
         let alone = serde_json::Map::from_iter([(key.clone(), value.clone())]);
-        serde_json::from_value::<T>(serde_json::Value::Object(alone)).err()?;
+        // Through text, as the whole file was read: the same deserializer (and so the
+        // same verdict), and no second copy of it for `Value`s in the binary.
+        let text = serde_json::to_vec(&serde_json::Value::Object(alone)).ok()?;
+        serde_json::from_slice::<T>(&text).err()?;
         let path = format!("{prefix}{key}");
         let inner = match (prefix, key.as_str(), value) {
             ("", "imageGC", serde_json::Value::Object(m)) => {
@@ -395,119 +401,4 @@ fn failing_field<T: serde::de::DeserializeOwned>(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn empty_object_is_all_defaults() {
-        assert_eq!(Config::parse("{}").unwrap(), Config::default());
-    }
-
-    #[test]
-    fn camel_case_keys_and_units() {
-        let c = Config::parse(
-            r#"{"runtimeEndpoint":"unix:///x.sock","plegPeriod":"500ms","containerLogMaxSize":"1Mi",
-                "imageGC":{"maxBytes":"200M","lowThresholdPercent":50},"containerGC":{"period":30}}"#,
-        )
-        .unwrap();
-        assert_eq!(c.runtime_endpoint, "unix:///x.sock");
-        assert_eq!(c.pleg_period, Duration::from_millis(500));
-        assert_eq!(c.container_log_max_size, 1 << 20);
-        assert_eq!(c.image_gc.max_bytes, 200_000_000);
-        assert_eq!(c.image_gc.low_threshold_percent, 50);
-        assert_eq!(c.image_gc.high_threshold_percent, 85);
-        assert_eq!(c.container_gc.period, Duration::from_secs(30));
-        // What check-config prints parses back to the same config.
-        assert_eq!(Config::parse(&c.to_pretty_json()).unwrap(), c);
-    }
-
-    #[test]
-    fn oversized_config_is_refused_unread_naming_the_file() {
-        let dir = std::env::temp_dir().join(format!("tinylet-config-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("config.json");
-        let mut text = "{}".to_string();
-        text.push_str(&" ".repeat(MAX_CONFIG_BYTES - 2));
-        std::fs::write(&path, &text).unwrap();
-        assert!(Config::load(&path).is_ok());
-        text.push(' ');
-        std::fs::write(&path, &text).unwrap();
-        let e = Config::load(&path).unwrap_err().0;
-        assert_eq!(
-            e,
-            format!(
-                "{}: cannot read: larger than the limit of 1048576 bytes; not read",
-                path.display()
-            )
-        );
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn unknown_key_is_refused_with_its_name() {
-        let e = Config::parse(r#"{"plegPeriodd":"1s"}"#).unwrap_err();
-        assert!(e.0.contains("plegPeriodd"), "{e}");
-    }
-
-    #[test]
-    fn type_errors_name_the_field_path() {
-        let e = Config::parse(r#"{"imageGC":{"minAge":"5 minutes"}}"#).unwrap_err();
-        assert!(
-            e.0.starts_with("imageGC.minAge: expected a duration"),
-            "{e}"
-        );
-        let e = Config::parse(r#"{"logLevel":"info","plegPeriod":true}"#).unwrap_err();
-        assert!(e.0.starts_with("plegPeriod: "), "{e}");
-        let e = Config::parse(r#"{"containerGC":{"maxPerPod":1}}"#).unwrap_err();
-        assert!(
-            e.0.starts_with("containerGC.maxPerPod: unknown field"),
-            "{e}"
-        );
-        // Syntax errors have no field to name.
-        let e = Config::parse(r#"{"plegPeriod":"#).unwrap_err();
-        assert!(e.0.starts_with("EOF while parsing"), "{e}");
-    }
-
-    #[test]
-    #[cfg(not(feature = "uplink"))]
-    fn api_server_is_refused_without_the_uplink() {
-        let e = Config::parse(r#"{"apiServer":{"kubeconfig":"/k"}}"#).unwrap_err();
-        assert!(
-            e.0.starts_with("apiServer: this tinylet was built without"),
-            "{e}"
-        );
-        assert_eq!(Config::parse("{}").unwrap().api_server, None);
-    }
-
-    #[test]
-    fn relations_are_checked() {
-        let e =
-            Config::parse(r#"{"imageGC":{"highThresholdPercent":50,"lowThresholdPercent":60}}"#)
-                .unwrap_err();
-        assert!(e.0.contains("imageGC.lowThresholdPercent"), "{e}");
-        let e = Config::parse(r#"{"stateDir":"rel/dir"}"#).unwrap_err();
-        assert!(e.0.contains("stateDir"), "{e}");
-        let e = Config::parse(r#"{"seccompProfileRoot":"seccomp"}"#).unwrap_err();
-        assert_eq!(e.0, "seccompProfileRoot: must be absolute, got \"seccomp\"");
-        let e = Config::parse(r#"{"imagePullTimeout":"2s","imagePullFallbackTimeout":"3s"}"#)
-            .unwrap_err();
-        assert_eq!(
-            e.0,
-            "imagePullFallbackTimeout: must not exceed imagePullTimeout (2s), got 3s"
-        );
-        let c = Config::parse(r#"{"imagePullFallbackTimeout":0}"#).unwrap();
-        assert_eq!(c.image_pull_fallback_timeout, Duration::ZERO);
-    }
-
-    #[test]
-    fn seccomp_defaults_to_the_runtime_profile() {
-        let c = Config::default();
-        assert!(c.seccomp_default);
-        assert_eq!(
-            c.seccomp_profile_root,
-            Path::new("/var/lib/kubelet/seccomp")
-        );
-        let c = Config::parse(r#"{"seccompDefault":false}"#).unwrap();
-        assert!(!c.seccomp_default);
-    }
-}
+mod tests;

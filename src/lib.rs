@@ -1,6 +1,7 @@
 //! tinylet: a tiny kubelet for constrained ARM gateways.
 //!
 //! Module map (one concept per module; see README.md for the architecture):
+//! - [`bounded`]: reading files someone else controls with a size limit.
 //! - [`config`]: the agent's JSON config.
 //! - [`cri`]: the hand-written CRI `runtime.v1` client (gRPC over h2 on a Unix socket).
 //! - [`model`]: the Kubernetes v1 objects the agent reads (Pod, ConfigMap, Secret),
@@ -23,6 +24,7 @@
 #![warn(missing_docs)]
 
 pub mod agent;
+pub mod bounded;
 pub mod cli;
 pub mod config;
 pub mod cri;

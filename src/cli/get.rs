@@ -247,16 +247,20 @@ fn source(origin: &Origin) -> String {
 
 /// Prints one object (when one was named) or a v1 List; pods carry their last status.
 fn print_json(store: &Store, entries: &[Entry], single: bool) -> Result<(), CliError> {
+    // Through compact text rather than `to_value`: the objects' one serializer (see
+    // `model::pretty`); a `Value` sorts keys either way.
     let items: Vec<serde_json::Value> = entries
         .iter()
-        .map(|e| match &e.object {
-            Object::Pod(p) => {
-                let mut pod: Pod = (**p).clone();
-                pod.status = store.read_status(e.object.namespace(), e.object.name());
-                serde_json::to_value(&pod)
-            }
-            Object::ConfigMap(c) => serde_json::to_value(c),
-            Object::Secret(s) => serde_json::to_value(s),
+        .map(|e| {
+            let json = match &e.object {
+                Object::Pod(p) => {
+                    let mut pod: Pod = (**p).clone();
+                    pod.status = store.read_status(e.object.namespace(), e.object.name());
+                    serde_json::to_vec(&pod)
+                }
+                other => other.to_json(),
+            };
+            serde_json::from_slice(&json?)
         })
         .collect::<Result<_, _>>()
         .map_err(|e| CliError::failed(format!("encoding JSON: {e}")))?;
@@ -269,9 +273,14 @@ fn print_json(store: &Store, entries: &[Entry], single: bool) -> Result<(), CliE
             "items": items,
         }),
     };
-    let text = serde_json::to_string_pretty(&value)
-        .map_err(|e| CliError::failed(format!("encoding JSON: {e}")))?;
-    emit(&format!("{text}\n"));
+    emit_json(&value)
+}
+
+/// Prints `value` as pretty JSON and a newline.
+fn emit_json(value: &serde_json::Value) -> Result<(), CliError> {
+    let compact =
+        serde_json::to_vec(value).map_err(|e| CliError::failed(format!("encoding JSON: {e}")))?;
+    emit(&format!("{}\n", crate::model::pretty::pretty(&compact)));
     Ok(())
 }
 
@@ -302,10 +311,7 @@ fn node(cfg: &Config, store: &mut Store, format: Format) -> Result<(), CliError>
             "pods": {"desired": pods.len(), "running": running, "firmware": firmware},
             "version": version,
         });
-        let text = serde_json::to_string_pretty(&v)
-            .map_err(|e| CliError::failed(format!("encoding JSON: {e}")))?;
-        emit(&format!("{text}\n"));
-        return Ok(());
+        return emit_json(&v);
     }
     let mut table = Table::new(&["NAME", "PODS", "RUNNING", "FIRMWARE", "RUNTIME", "VERSION"]);
     table.row(vec![

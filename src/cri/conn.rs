@@ -185,7 +185,7 @@ impl Channel {
         loop {
             attempt += 1;
             let head = grpc::request_head(method, timeout)
-                .map_err(|m| CriError::new(Code::Internal, method, m))?;
+                .map_err(|m| CriError::new(Code::Internal, method, m.to_string()))?;
             let (sender, generation) = self.shared.connection(method).await?;
             match start(sender, head, body.clone()).await {
                 Ok(response) => return Ok((response, generation)),
@@ -334,16 +334,43 @@ impl Shared {
 }
 
 /// Connects to the socket and starts HTTP/2 on it (client preface and settings).
-async fn connect(path: &Path) -> Result<(SendRequest<Bytes>, H2Connection), String> {
+async fn connect(path: &Path) -> Result<(SendRequest<Bytes>, H2Connection), ConnectError> {
     let stream = Async::<UnixStream>::connect(path)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(ConnectError::Socket)?;
     h2::client::Builder::new()
         .enable_push(false)
         .max_header_list_size(MAX_HEADER_LIST_SIZE)
         .handshake(TokioIo::new(stream))
         .await
-        .map_err(|e| format!("HTTP/2 handshake: {e}"))
+        .map_err(ConnectError::Handshake)
+}
+
+/// Why a connection to the runtime's socket could not be set up.
+#[derive(Debug)]
+enum ConnectError {
+    /// Connecting to the socket failed.
+    Socket(std::io::Error),
+    /// The socket took the connection, but HTTP/2 did not start on it.
+    Handshake(h2::Error),
+}
+
+impl fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConnectError::Socket(e) => e.fmt(f),
+            ConnectError::Handshake(e) => write!(f, "HTTP/2 handshake: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ConnectError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ConnectError::Socket(e) => Some(e),
+            ConnectError::Handshake(e) => Some(e),
+        }
+    }
 }
 
 /// The socket path of `unix:///path`, `unix:/path` or a bare path; other schemes and

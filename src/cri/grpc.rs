@@ -56,18 +56,49 @@ impl std::error::Error for EncodeError {
     }
 }
 
+/// A request head that cannot be built: a method path that does not make a URI or a
+/// timeout that does not make a header (bugs in the caller, never input).
+#[derive(Debug)]
+pub enum BadRequestHead {
+    /// The method path, and why it is no URI path.
+    Path(&'static str, http::Error),
+    /// The `grpc-timeout` value is no header value.
+    Timeout(http::header::InvalidHeaderValue),
+}
+
+impl std::fmt::Display for BadRequestHead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BadRequestHead::Path(path, e) => write!(f, "method path {path:?}: {e}"),
+            BadRequestHead::Timeout(e) => write!(f, "grpc-timeout: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for BadRequestHead {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            BadRequestHead::Path(_, e) => Some(e),
+            BadRequestHead::Timeout(e) => Some(e),
+        }
+    }
+}
+
 /// Builds the HTTP/2 request head of a unary call to `path`
 /// (`/runtime.v1.RuntimeService/Version`).
 ///
 /// `:authority` is `localhost`, as kubelet sends on Unix sockets; `te: trailers` is
 /// required by gRPC servers to detect proxies that drop trailers.
-pub fn request_head(path: &'static str, timeout: Option<Duration>) -> Result<Request<()>, String> {
+pub fn request_head(
+    path: &'static str,
+    timeout: Option<Duration>,
+) -> Result<Request<()>, BadRequestHead> {
     let uri = Uri::builder()
         .scheme(Scheme::HTTP)
         .authority(Authority::from_static("localhost"))
         .path_and_query(PathAndQuery::from_static(path))
         .build()
-        .map_err(|e| format!("method path {path:?}: {e}"))?;
+        .map_err(|e| BadRequestHead::Path(path, e))?;
     let mut req = Request::new(());
     *req.method_mut() = Method::POST;
     *req.uri_mut() = uri;
@@ -79,7 +110,7 @@ pub fn request_head(path: &'static str, timeout: Option<Duration>) -> Result<Req
     if let Some(t) = timeout {
         // From the String's own buffer: no second allocation for the value.
         let value = HeaderValue::from_maybe_shared(Bytes::from(encode_timeout(t)))
-            .map_err(|e| format!("grpc-timeout: {e}"))?;
+            .map_err(BadRequestHead::Timeout)?;
         headers.insert("grpc-timeout", value);
     }
     Ok(req)

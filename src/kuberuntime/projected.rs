@@ -71,7 +71,9 @@ fn source(
                 return Err((what, CONFIG_ERROR, msg));
             }
         };
-        out.extend(keys(&entries, &c.items, mode).map_err(|e| (what, CONFIG_ERROR, e))?);
+        out.extend(
+            keys(&entries, &c.items, mode).map_err(|e| (what, CONFIG_ERROR, e.to_string()))?,
+        );
     } else if let Some(c) = &s.secret {
         let what = "secret";
         let entries = match objects.secret(pod, &c.name) {
@@ -79,7 +81,9 @@ fn source(
             None if c.optional == Some(true) => return Ok(()),
             None => return Err((what, CONFIG_ERROR, format!("secret {:?} not found", c.name))),
         };
-        out.extend(keys(&entries, &c.items, mode).map_err(|e| (what, CONFIG_ERROR, e))?);
+        out.extend(
+            keys(&entries, &c.items, mode).map_err(|e| (what, CONFIG_ERROR, e.to_string()))?,
+        );
     } else if let Some(d) = &s.downward_api {
         let files = super::downward_api::files(pod, &d.items, mode);
         out.extend(files.map_err(|e| ("downwardAPI", CONFIG_ERROR, e.to_string()))?);
@@ -132,13 +136,33 @@ fn kept(_: &Path, _: &str) -> Option<Vec<u8>> {
     None
 }
 
+/// An `items` entry whose key the ConfigMap or Secret does not have: the key and the
+/// path it was to be projected to.
+#[derive(Debug)]
+pub struct KeyNotFound {
+    key: String,
+    path: String,
+}
+
+impl std::fmt::Display for KeyNotFound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "key {:?} not found for projected path {:?}",
+            self.key, self.path
+        )
+    }
+}
+
+impl std::error::Error for KeyNotFound {}
+
 /// A ConfigMap's or Secret's keys as files: every key, or only `items` (each of which
 /// must exist, as in Kubernetes).
 pub fn keys(
     entries: &[(String, Vec<u8>)],
     items: &[KeyToPath],
     mode: u32,
-) -> Result<Vec<FileProjection>, String> {
+) -> Result<Vec<FileProjection>, KeyNotFound> {
     if items.is_empty() {
         return Ok(entries
             .iter()
@@ -152,12 +176,14 @@ pub fn keys(
     items
         .iter()
         .map(|it| {
-            let (_, data) = entries.iter().find(|(k, _)| *k == it.key).ok_or_else(|| {
-                format!(
-                    "key {:?} not found for projected path {:?}",
-                    it.key, it.path
-                )
-            })?;
+            let (_, data) =
+                entries
+                    .iter()
+                    .find(|(k, _)| *k == it.key)
+                    .ok_or_else(|| KeyNotFound {
+                        key: it.key.clone(),
+                        path: it.path.clone(),
+                    })?;
             Ok(FileProjection {
                 path: it.path.clone(),
                 data: data.clone(),

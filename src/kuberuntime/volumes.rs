@@ -172,7 +172,7 @@ fn volume_files(
     } else {
         return Err(fail(format!("volume {:?} has no supported source", v.name)));
     };
-    projected::keys(&entries, items, mode(default_mode)).map_err(fail)
+    projected::keys(&entries, items, mode(default_mode)).map_err(|e| fail(e.to_string()))
 }
 
 /// Makes `podsDir/UID/volumes/kubernetes.io~PLUGIN/NAME`: the parents 0755 (0700 for

@@ -24,31 +24,51 @@ pub fn encode(data: &[u8]) -> String {
     out
 }
 
+/// Why base64 text does not decode; the byte offsets count from the start of the text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Base64Error {
+    /// The length (given) is not a multiple of 4.
+    Length(usize),
+    /// `=` inside the text rather than only at its end (the group's offset).
+    Padding(usize),
+    /// A byte outside the alphabet, and where.
+    Byte(u8, usize),
+}
+
+impl std::fmt::Display for Base64Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Base64Error::Length(n) => {
+                write!(f, "invalid base64: length {n} is not a multiple of 4")
+            }
+            Base64Error::Padding(at) => write!(f, "invalid base64: misplaced '=' at byte {at}"),
+            Base64Error::Byte(c, at) => write!(f, "invalid base64: byte {:?} at {at}", c as char),
+        }
+    }
+}
+
+impl std::error::Error for Base64Error {}
+
 /// Decodes padded standard base64, as Go's `base64.StdEncoding` (what Kubernetes uses):
 /// the length must be a multiple of 4, padding only at the end, no whitespace.
-pub fn decode(text: &str) -> Result<Vec<u8>, String> {
+pub fn decode(text: &str) -> Result<Vec<u8>, Base64Error> {
     let b = text.as_bytes();
     if b.len() % 4 != 0 {
-        return Err(format!(
-            "invalid base64: length {} is not a multiple of 4",
-            b.len()
-        ));
+        return Err(Base64Error::Length(b.len()));
     }
     let mut out = Vec::with_capacity(b.len() / 4 * 3);
     let chunks = b.len() / 4;
     for (ci, chunk) in b.chunks(4).enumerate() {
         let pad = chunk.iter().rev().take_while(|&&c| c == b'=').count();
         if pad > 2 || (pad > 0 && ci + 1 != chunks) {
-            return Err(format!("invalid base64: misplaced '=' at byte {}", ci * 4));
+            return Err(Base64Error::Padding(ci * 4));
         }
         let mut n: u32 = 0;
         for (i, &c) in chunk.iter().enumerate() {
             let v = if i >= 4 - pad {
                 0
             } else {
-                sextet(c).ok_or_else(|| {
-                    format!("invalid base64: byte {:?} at {}", c as char, ci * 4 + i)
-                })?
+                sextet(c).ok_or(Base64Error::Byte(c, ci * 4 + i))?
             };
             n = n << 6 | v;
         }
@@ -102,7 +122,7 @@ mod tests {
             ("Zm9*", "byte '*'"),
             ("Zm 9", "byte ' '"),
         ] {
-            let e = decode(s).expect_err(s);
+            let e = decode(s).expect_err(s).to_string();
             assert!(e.contains(why), "{s:?}: {e}");
         }
     }

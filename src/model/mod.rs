@@ -15,6 +15,7 @@ mod json_path;
 pub mod meta;
 mod nulls;
 pub mod pod;
+pub mod pretty;
 pub mod projected;
 pub mod quantity;
 pub mod reason;
@@ -170,13 +171,18 @@ impl Object {
 
     /// Pretty JSON, as written to the store and printed by `get -o json`.
     pub fn to_json_pretty(&self) -> String {
-        let r = match self {
-            Object::Pod(p) => serde_json::to_string_pretty(p),
-            Object::ConfigMap(c) => serde_json::to_string_pretty(c),
-            Object::Secret(s) => serde_json::to_string_pretty(s),
-        };
         // Serializing these types cannot fail: string keys, no non-finite floats.
-        r.unwrap_or_default()
+        pretty::pretty(&self.to_json().unwrap_or_default())
+    }
+
+    /// Compact JSON: the one serializer of these types in the binary ([`pretty`] says
+    /// why the others go through it).
+    pub fn to_json(&self) -> serde_json::Result<Vec<u8>> {
+        match self {
+            Object::Pod(p) => serde_json::to_vec(p),
+            Object::ConfigMap(c) => serde_json::to_vec(c),
+            Object::Secret(s) => serde_json::to_vec(s),
+        }
     }
 }
 

@@ -9,6 +9,8 @@
 
 use super::container::{Container, SecurityProfile};
 use super::meta::ObjectMeta;
+// The keys-as-files types live with the projected volume, which shares them.
+pub use super::projected::{ConfigMapVolumeSource, KeyToPath};
 use super::projected::{DownwardApiVolumeSource, ProjectedVolumeSource};
 use super::quantity::Quantity;
 use super::serde_util::is_false;
@@ -221,20 +223,6 @@ pub enum HostPathType {
     BlockDevice,
 }
 
-/// A ConfigMap's keys projected as files.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct ConfigMapVolumeSource {
-    pub name: String,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub items: Vec<KeyToPath>,
-    /// File mode bits (0-0777); 0644 when absent.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub default_mode: Option<i32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub optional: Option<bool>,
-}
-
 /// A Secret's keys projected as files.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
@@ -247,16 +235,6 @@ pub struct SecretVolumeSource {
     pub default_mode: Option<i32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub optional: Option<bool>,
-}
-
-/// Projects one key to a relative file path inside the volume.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct KeyToPath {
-    pub key: String,
-    pub path: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub mode: Option<i32>,
 }
 
 /// kubelet's annotation naming where a pod came from. The store sets it on every pod it

@@ -52,7 +52,32 @@ pub struct VolumeProjection {
 
 /// A ConfigMap's or a Secret's keys in a projected volume: the configMap volume's
 /// shape (both named by `name`), its `defaultMode` refused here.
-pub type KeyProjection = super::pod::ConfigMapVolumeSource;
+pub type KeyProjection = ConfigMapVolumeSource;
+
+/// A ConfigMap's keys projected as files (a `configMap` volume, and the shape of a
+/// projected volume's configMap and secret sources).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ConfigMapVolumeSource {
+    pub name: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub items: Vec<KeyToPath>,
+    /// File mode bits (0-0777); 0644 when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default_mode: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub optional: Option<bool>,
+}
+
+/// Projects one key to a relative file path inside the volume.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct KeyToPath {
+    pub key: String,
+    pub path: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<i32>,
+}
 
 /// A token of the pod's service account, bound to the pod, issued by the cluster
 /// (TokenRequest) and refreshed before it expires.

@@ -155,9 +155,62 @@ impl PartialEq<&str> for Reason {
     }
 }
 
+/// The reasons of a Node's conditions, spelled as kubelet spells them (the uplink reports
+/// them; controllers and `kubectl describe node` show them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NodeReason {
+    /// `Ready` is true.
+    KubeletReady,
+    /// `Ready` is false (the runtime is down, ...).
+    KubeletNotReady,
+    /// `MemoryPressure` is false.
+    KubeletHasSufficientMemory,
+    /// `MemoryPressure` is true.
+    KubeletHasInsufficientMemory,
+    /// `DiskPressure` is false.
+    KubeletHasNoDiskPressure,
+    /// `DiskPressure` is true.
+    KubeletHasDiskPressure,
+    /// `PIDPressure` is false.
+    KubeletHasSufficientPID,
+    /// `PIDPressure` is true.
+    KubeletHasInsufficientPID,
+}
+
+impl NodeReason {
+    /// The spelling in the Node's status.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            NodeReason::KubeletReady => "KubeletReady",
+            NodeReason::KubeletNotReady => "KubeletNotReady",
+            NodeReason::KubeletHasSufficientMemory => "KubeletHasSufficientMemory",
+            NodeReason::KubeletHasInsufficientMemory => "KubeletHasInsufficientMemory",
+            NodeReason::KubeletHasNoDiskPressure => "KubeletHasNoDiskPressure",
+            NodeReason::KubeletHasDiskPressure => "KubeletHasDiskPressure",
+            NodeReason::KubeletHasSufficientPID => "KubeletHasSufficientPID",
+            NodeReason::KubeletHasInsufficientPID => "KubeletHasInsufficientPID",
+        }
+    }
+}
+
+impl fmt::Display for NodeReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::Reason;
+    use super::{NodeReason, Reason};
+
+    #[test]
+    fn node_reasons_are_kubelets() {
+        assert_eq!(NodeReason::KubeletReady.as_str(), "KubeletReady");
+        assert_eq!(
+            NodeReason::KubeletHasInsufficientPID.to_string(),
+            "KubeletHasInsufficientPID"
+        );
+    }
 
     #[test]
     fn every_reason_parses_back_from_its_spelling() {

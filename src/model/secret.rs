@@ -2,9 +2,11 @@
 //! older `kubernetes.io/dockercfg`) secrets, matched to an image the way kubelet's
 //! credential keyring does.
 
+use super::base64::Base64Error;
 use super::meta::ObjectMeta;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::fmt;
 
 /// `type` of a secret of arbitrary keys.
 pub const TYPE_OPAQUE: &str = "Opaque";
@@ -63,21 +65,17 @@ impl Secret {
 
     /// The registry entries of a docker config secret, keyed as written; empty for other
     /// types. The error says why the config does not parse.
-    pub fn registry_entries(&self) -> Result<Vec<(String, RegistryAuth)>, String> {
+    pub fn registry_entries(&self) -> Result<Vec<(String, RegistryAuth)>, RegistryConfigError> {
         let (key, nested) = match self.type_.as_str() {
             TYPE_DOCKER_CONFIG_JSON => (DOCKER_CONFIG_JSON_KEY, true),
             TYPE_DOCKERCFG => (DOCKERCFG_KEY, false),
             _ => return Ok(Vec::new()),
         };
+        let fail = |problem| RegistryConfigError { key, problem };
         let raw = self
             .get(key)
-            .ok_or_else(|| format!("data[{key}]: required for type {}", self.type_))?;
-        let what = if nested {
-            "a docker config.json"
-        } else {
-            "a dockercfg"
-        };
-        let not = |e: serde_json::Error| format!("data[{key}]: not {what}: {e}");
+            .ok_or_else(|| fail(RegistryProblem::Missing(self.type_.clone())))?;
+        let not = |e| fail(RegistryProblem::NotJson { nested, source: e });
         let bytes = super::nulls::without_null_members(&raw).map_err(not)?;
         let entries: BTreeMap<String, DockerConfigEntry> = if nested {
             serde_json::from_slice::<DockerConfigJson>(&bytes)
@@ -88,13 +86,112 @@ impl Secret {
         };
         let mut out = Vec::new();
         for (registry, e) in entries {
-            check_registry_key(&registry).map_err(|m| format!("data[{key}]: {m}"))?;
+            check_registry_key(&registry).map_err(|e| fail(RegistryProblem::Key(e)))?;
             out.push((
                 registry,
-                e.into_auth().map_err(|m| format!("data[{key}]: {m}"))?,
+                e.into_auth().map_err(|e| fail(RegistryProblem::Auth(e)))?,
             ));
         }
         Ok(out)
+    }
+}
+
+/// Why a docker config secret yields no registry entries: the problem, under the data
+/// key that holds the config (`data[.dockerconfigjson]: ...`).
+#[derive(Debug)]
+pub struct RegistryConfigError {
+    key: &'static str,
+    problem: RegistryProblem,
+}
+
+#[derive(Debug)]
+enum RegistryProblem {
+    /// The data key is absent; the secret's type.
+    Missing(String),
+    /// The value is not JSON of the shape (a config.json when nested, else a dockercfg).
+    NotJson {
+        nested: bool,
+        source: serde_json::Error,
+    },
+    Key(RegistryKeyError),
+    Auth(AuthError),
+}
+
+impl fmt::Display for RegistryConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "data[{}]: ", self.key)?;
+        match &self.problem {
+            RegistryProblem::Missing(type_) => write!(f, "required for type {type_}"),
+            RegistryProblem::NotJson { nested, source } => {
+                let what = if *nested {
+                    "a docker config.json"
+                } else {
+                    "a dockercfg"
+                };
+                write!(f, "not {what}: {source}")
+            }
+            RegistryProblem::Key(e) => e.fmt(f),
+            RegistryProblem::Auth(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for RegistryConfigError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.problem {
+            RegistryProblem::NotJson { source, .. } => Some(source),
+            RegistryProblem::Auth(AuthError::Base64(e)) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// Why an entry's `auth` does not give a user name and password.
+#[derive(Debug)]
+enum AuthError {
+    Base64(Base64Error),
+    NotUtf8,
+    NoColon,
+}
+
+impl fmt::Display for AuthError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AuthError::Base64(e) => write!(f, "auth: {e}"),
+            AuthError::NotUtf8 => f.write_str("auth: not UTF-8"),
+            AuthError::NoColon => f.write_str("auth: expected base64 of \"username:password\""),
+        }
+    }
+}
+
+/// A registry key over the bounds: the key (its first 80 characters) and what is over.
+#[derive(Debug)]
+struct RegistryKeyError {
+    shown: String,
+    over: KeyOver,
+}
+
+#[derive(Debug)]
+enum KeyOver {
+    /// The host's length in bytes.
+    Length(usize),
+    /// How many `*` the host has.
+    Wildcards(usize),
+}
+
+impl fmt::Display for RegistryKeyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let shown = &self.shown;
+        match self.over {
+            KeyOver::Length(len) => write!(
+                f,
+                "registry key {shown:?}: host is {len} bytes, at most {MAX_REGISTRY_HOST} allowed"
+            ),
+            KeyOver::Wildcards(stars) => write!(
+                f,
+                "registry key {shown:?}: host has {stars} '*', at most {MAX_KEY_WILDCARDS} allowed"
+            ),
+        }
     }
 }
 
@@ -128,14 +225,12 @@ struct DockerConfigEntry {
 
 impl DockerConfigEntry {
     /// As kubelet: `auth` (base64 `user:pass`) fills username and password.
-    fn into_auth(self) -> Result<RegistryAuth, String> {
+    fn into_auth(self) -> Result<RegistryAuth, AuthError> {
         let (mut username, mut password) = (self.username, self.password);
         if !self.auth.is_empty() {
-            let raw = super::base64::decode(&self.auth).map_err(|e| format!("auth: {e}"))?;
-            let text = String::from_utf8(raw).map_err(|_| "auth: not UTF-8".to_string())?;
-            let (u, p) = text
-                .split_once(':')
-                .ok_or("auth: expected base64 of \"username:password\"")?;
+            let raw = super::base64::decode(&self.auth).map_err(AuthError::Base64)?;
+            let text = String::from_utf8(raw).map_err(|_| AuthError::NotUtf8)?;
+            let (u, p) = text.split_once(':').ok_or(AuthError::NoColon)?;
             (username, password) = (u.to_owned(), p.to_owned());
         }
         Ok(RegistryAuth {
@@ -161,23 +256,20 @@ pub const MAX_KEY_WILDCARDS: usize = 8;
 
 /// Refuses a registry key whose host is longer than a DNS name or holds more than
 /// [`MAX_KEY_WILDCARDS`] `*`, naming the key.
-fn check_registry_key(key: &str) -> Result<(), String> {
+fn check_registry_key(key: &str) -> Result<(), RegistryKeyError> {
     let normalized = normalize_key(key);
     let (host, _) = split_host_path(&normalized);
     let len = split_port(host).0.len();
     let stars = host.bytes().filter(|&b| b == b'*').count();
-    let shown: String = key.chars().take(80).collect();
-    if len > MAX_REGISTRY_HOST {
-        Err(format!(
-            "registry key {shown:?}: host is {len} bytes, at most {MAX_REGISTRY_HOST} allowed"
-        ))
+    let over = if len > MAX_REGISTRY_HOST {
+        KeyOver::Length(len)
     } else if stars > MAX_KEY_WILDCARDS {
-        Err(format!(
-            "registry key {shown:?}: host has {stars} '*', at most {MAX_KEY_WILDCARDS} allowed"
-        ))
+        KeyOver::Wildcards(stars)
     } else {
-        Ok(())
-    }
+        return Ok(());
+    };
+    let shown: String = key.chars().take(80).collect();
+    Err(RegistryKeyError { shown, over })
 }
 
 /// Credentials to try, most specific first, for pulling `image` with the given pull
@@ -285,156 +377,4 @@ fn is_default_registry(image: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::model::base64;
-
-    fn docker_secret(name: &str, auths: &str) -> Secret {
-        let mut s = Secret {
-            type_: TYPE_DOCKER_CONFIG_JSON.into(),
-            ..Default::default()
-        };
-        s.metadata.name = name.into();
-        s.data.insert(
-            DOCKER_CONFIG_JSON_KEY.into(),
-            base64::encode(format!("{{\"auths\":{auths}}}").as_bytes()),
-        );
-        s
-    }
-
-    fn users(secrets: &[&Secret], image: &str) -> Vec<String> {
-        pull_credentials(secrets, image)
-            .into_iter()
-            .map(|a| a.username)
-            .collect()
-    }
-
-    #[test]
-    fn keys_are_normalized_like_kubelet() {
-        assert_eq!(
-            normalize_key("https://index.docker.io/v1/"),
-            "index.docker.io"
-        );
-        assert_eq!(normalize_key("http://r.io/v2/team"), "r.io/team");
-        assert_eq!(normalize_key("r.io:5000"), "r.io:5000");
-        assert_eq!(normalize_key("r.io/"), "r.io");
-        assert_eq!(normalize_key("r.io/a/b"), "r.io/a/b");
-    }
-
-    #[test]
-    fn most_specific_key_first_and_globs() {
-        let s = docker_secret(
-            "pull",
-            r#"{"quay.io":{"username":"host"},"quay.io/coreos":{"username":"path"},
-                "*.example.com":{"username":"glob"},"r.io:5000":{"username":"port"}}"#,
-        );
-        assert_eq!(users(&[&s], "quay.io/coreos/etcd:v3"), ["path", "host"]);
-        assert_eq!(users(&[&s], "quay.io/other/x"), ["host"]);
-        assert_eq!(users(&[&s], "reg.example.com/app"), ["glob"]);
-        assert!(users(&[&s], "a.reg.example.com/app").is_empty());
-        assert_eq!(users(&[&s], "r.io:5000/app"), ["port"]);
-        assert!(users(&[&s], "r.io/app").is_empty());
-        assert!(users(&[&s], "nginx").is_empty());
-    }
-
-    #[test]
-    fn docker_hub_aliases() {
-        let s = docker_secret(
-            "hub",
-            r#"{"https://index.docker.io/v1/":{"auth":"dXNlcjpwYXNzOndvcmQ="}}"#,
-        );
-        for image in [
-            "nginx",
-            "library/nginx:1",
-            "docker.io/library/nginx",
-            "index.docker.io/x/y",
-        ] {
-            let found = pull_credentials(&[&s], image);
-            assert_eq!(found.len(), 1, "{image}");
-            assert_eq!(found[0].username, "user");
-            assert_eq!(found[0].password, "pass:word");
-            assert_eq!(found[0].auth, "dXNlcjpwYXNzOndvcmQ=");
-        }
-        assert!(pull_credentials(&[&s], "ghcr.io/x/y").is_empty());
-        assert!(pull_credentials(&[&s], "localhost:5000/x").is_empty());
-    }
-
-    /// The issue's reproduction: this key against this image took the old recursive
-    /// matcher minutes of CPU.
-    const HOSTILE_KEY: &str = "*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b:5000";
-
-    #[test]
-    fn the_reported_hostile_key_matches_in_milliseconds() {
-        let image = format!("{}:5000/busybox:v1", "a".repeat(45));
-        let start = std::time::Instant::now();
-        assert!(!key_matches(HOSTILE_KEY, &image));
-        let took = start.elapsed();
-        assert!(took < std::time::Duration::from_millis(100), "{took:?}");
-        // The most stars a key may have, through the whole lookup, with a long label.
-        let key = format!("{}b:5000", "*a".repeat(MAX_KEY_WILDCARDS));
-        let s = docker_secret("pull", &format!(r#"{{"{key}":{{"username":"u"}}}}"#));
-        let start = std::time::Instant::now();
-        for n in [45, 63, 253] {
-            let image = format!("{}:5000/busybox:v1", "a".repeat(n));
-            assert!(users(&[&s], &image).is_empty());
-            let image = format!("{}b:5000/busybox:v1", "a".repeat(n - 1));
-            assert_eq!(users(&[&s], &image), ["u"]);
-        }
-        let took = start.elapsed();
-        assert!(took < std::time::Duration::from_millis(100), "{took:?}");
-    }
-
-    #[test]
-    fn oversized_registry_keys_are_refused_naming_the_key() {
-        let long = format!("{}.example.com", "a".repeat(250));
-        for (key, why) in [
-            (HOSTILE_KEY, "host has 15 '*', at most 8 allowed"),
-            (long.as_str(), "host is 262 bytes, at most 253 allowed"),
-        ] {
-            let s = docker_secret("pull", &format!(r#"{{"{key}":{{"username":"u"}}}}"#));
-            let e = s.registry_entries().unwrap_err();
-            assert!(
-                e.starts_with("data[.dockerconfigjson]: registry key \""),
-                "{e}"
-            );
-            assert!(e.contains(why), "{e}");
-            // Not used for pulls either (the agent logs it and pulls without it).
-            assert!(users(&[&s], "aaaa:5000/x").is_empty());
-        }
-        // At the bounds: accepted. A port and a scheme do not count toward the host.
-        let host = format!("https://{}.io:5000/v2/", "*".repeat(MAX_KEY_WILDCARDS));
-        let limit = format!("{}:5000", "a".repeat(MAX_REGISTRY_HOST));
-        for key in [host.as_str(), limit.as_str()] {
-            let s = docker_secret("pull", &format!(r#"{{"{key}":{{"username":"u"}}}}"#));
-            assert_eq!(s.registry_entries().unwrap().len(), 1, "{key}");
-        }
-        // An image host longer than any DNS name matches nothing, not even `*`.
-        let s = docker_secret("pull", r#"{"*":{"username":"u"}}"#);
-        assert_eq!(users(&[&s], "registry/x"), ["u"]);
-        let image = format!("{}/x", "r".repeat(MAX_REGISTRY_HOST + 7));
-        assert!(users(&[&s], &image).is_empty());
-    }
-
-    #[test]
-    fn legacy_dockercfg_and_broken_secrets() {
-        let mut legacy = Secret {
-            type_: TYPE_DOCKERCFG.into(),
-            ..Default::default()
-        };
-        legacy.string_data.insert(
-            DOCKERCFG_KEY.into(),
-            r#"{"r.io":{"username":"u","password":"p"}}"#.into(),
-        );
-        let broken = docker_secret("broken", "[1]");
-        let found = pull_credentials(&[&broken, &legacy], "r.io/app");
-        assert_eq!(found.len(), 1);
-        assert_eq!(
-            (found[0].username.as_str(), found[0].password.as_str()),
-            ("u", "p")
-        );
-        assert!(broken
-            .registry_entries()
-            .unwrap_err()
-            .contains("not a docker config.json"));
-    }
-}
+mod tests;

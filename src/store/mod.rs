@@ -60,7 +60,8 @@
 
 pub mod agent_lock;
 pub mod atomic;
-pub mod bounded;
+/// Where the store's bounded reads come from (kept at this path for its callers).
+pub use crate::bounded;
 mod cluster;
 pub mod digest;
 mod error;

@@ -257,7 +257,7 @@ impl Connection {
         let keepalive = shared.keepalive;
         crate::rt::spawn(async move {
             let end = smol::future::or(
-                async { connection.await.map_err(|e| e.to_string()) },
+                async { connection.await.map_err(LinkLost::H2) },
                 watch_link(ping_pong, counters, keepalive),
             )
             .await;
@@ -273,13 +273,43 @@ impl Connection {
     }
 }
 
+/// Why a connection to the API server ended.
+#[derive(Debug)]
+enum LinkLost {
+    /// The connection failed (or the server closed it with an error).
+    H2(h2::Error),
+    /// A keepalive PING could not be sent.
+    Ping(h2::Error),
+    /// No PONG within the keepalive timeout (given).
+    NoPong(Duration),
+}
+
+impl std::fmt::Display for LinkLost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LinkLost::H2(e) => e.fmt(f),
+            LinkLost::Ping(e) => write!(f, "PING failed: {e}"),
+            LinkLost::NoPong(t) => write!(f, "no answer to a PING within {t:?}"),
+        }
+    }
+}
+
+impl std::error::Error for LinkLost {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            LinkLost::H2(e) | LinkLost::Ping(e) => Some(e),
+            LinkLost::NoPong(_) => None,
+        }
+    }
+}
+
 /// Ends (with the reason) when the link looks dead: nothing received for
 /// `keepalive.idle`, then no PONG within `keepalive.timeout`.
 async fn watch_link(
     ping_pong: Option<h2::PingPong>,
     counters: Rc<Counters>,
     keepalive: Keepalive,
-) -> Result<(), String> {
+) -> Result<(), LinkLost> {
     let Some(mut ping_pong) = ping_pong else {
         return std::future::pending().await;
     };
@@ -300,13 +330,8 @@ async fn watch_link(
         );
         match pong.await {
             Some(Ok(_)) => seen = counters.snapshot().bytes_received,
-            Some(Err(e)) => return Err(format!("PING failed: {e}")),
-            None => {
-                return Err(format!(
-                    "no answer to a PING within {:?}",
-                    keepalive.timeout
-                ))
-            }
+            Some(Err(e)) => return Err(LinkLost::Ping(e)),
+            None => return Err(LinkLost::NoPong(keepalive.timeout)),
         }
     }
 }

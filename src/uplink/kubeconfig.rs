@@ -17,6 +17,9 @@ use serde_json::Value;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+mod server_url;
+pub use server_url::{BadServerUrl, ServerUrl};
+
 /// A kubeconfig resolved to what the client needs.
 #[derive(Debug)]
 pub struct Kubeconfig {
@@ -68,82 +71,6 @@ pub struct Redacted<T>(pub T);
 impl<T> fmt::Debug for Redacted<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("<redacted>")
-    }
-}
-
-/// `https://host[:port][/prefix]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServerUrl {
-    /// Host name or IP address (IPv6 without brackets).
-    pub host: String,
-    /// The port (443 when the URL names none).
-    pub port: u16,
-    /// A path prefix the API is served under (e.g. behind a proxy); "" for none.
-    pub prefix: String,
-}
-
-impl ServerUrl {
-    /// Parses the server URL; only `https` is accepted.
-    pub fn parse(url: &str) -> Result<ServerUrl, String> {
-        let rest = url
-            .strip_prefix("https://")
-            .ok_or_else(|| format!("must start with https:// (TLS is required), got {url:?}"))?;
-        let (authority, prefix) = match rest.find('/') {
-            Some(i) => (&rest[..i], rest[i..].trim_end_matches('/')),
-            None => (rest, ""),
-        };
-        if authority.contains('@') || prefix.contains(['?', '#']) || authority.contains(['?', '#'])
-        {
-            return Err(format!(
-                "must be https://host[:port][/path] without user, query or fragment, got {url:?}"
-            ));
-        }
-        let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
-            let (host, after) = v6
-                .split_once(']')
-                .ok_or_else(|| format!("unclosed [ in {url:?}"))?;
-            (host, after.strip_prefix(':'))
-        } else {
-            match authority.rsplit_once(':') {
-                Some((h, p)) => (h, Some(p)),
-                None => (authority, None),
-            }
-        };
-        let port = match port {
-            None => 443,
-            Some(p) => p
-                .parse::<u16>()
-                .ok()
-                .filter(|&p| p > 0)
-                .ok_or_else(|| format!("bad port {p:?} in {url:?}"))?,
-        };
-        if host.is_empty()
-            || !host
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"-.:".contains(&b))
-        {
-            return Err(format!("bad host {host:?} in {url:?}"));
-        }
-        Ok(ServerUrl {
-            host: host.to_ascii_lowercase(),
-            port,
-            prefix: prefix.to_string(),
-        })
-    }
-
-    /// `host:port` as an HTTP authority (IPv6 in brackets).
-    pub fn authority(&self) -> String {
-        if self.host.contains(':') {
-            format!("[{}]:{}", self.host, self.port)
-        } else {
-            format!("{}:{}", self.host, self.port)
-        }
-    }
-}
-
-impl fmt::Display for ServerUrl {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "https://{}{}", self.authority(), self.prefix)
     }
 }
 
@@ -243,8 +170,8 @@ pub fn load(path: &Path) -> Result<Kubeconfig, SetupError> {
     )?;
     let user: RawUser = entry(&raw.users, "users", &context.user, |n| &n.user, path)?;
     let cluster_field = |f: &str| format!("clusters[{}].cluster.{f}", context.cluster);
-    let server =
-        ServerUrl::parse(&cluster.server).map_err(|m| invalid(&cluster_field("server"), m))?;
+    let server = ServerUrl::parse(&cluster.server)
+        .map_err(|m| invalid(&cluster_field("server"), m.to_string()))?;
     if cluster.insecure_skip_tls_verify == Some(true) {
         return Err(invalid(
             &cluster_field("insecure-skip-tls-verify"),
@@ -364,7 +291,7 @@ impl Reader<'_> {
                     read_bounded(self.path, MAX_FILE_BYTES, secrecy)?;
                 }
                 let value = base64::decode(data.trim())
-                    .map_err(|e| self.invalid(&format!("{field}-data"), e))?;
+                    .map_err(|e| self.invalid(&format!("{field}-data"), e.to_string()))?;
                 Ok(Some(Sourced {
                     value,
                     from: format!("{}: {field}-data", self.path.display()),

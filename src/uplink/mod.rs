@@ -4,10 +4,10 @@
 //! project's YAML reader), the server's address (`resolve`: /etc/hosts, then a small
 //! async DNS client), TLS 1.3 with rustls and ring ([`tls`], [`tls_io`]), and the
 //! API verbs over one HTTP/2 connection ([`ApiClient`]: get, list, create, update,
-//! patch, delete, watch), reconnecting with a jittered 1-30 s back-off forever and
-//! counting the bytes it costs. Registration, the lease, the pod watch and status sync
-//! are built on it; when the API server is away they keep failing softly and the agent
-//! keeps running its pods from the store.
+//! patch, delete, watch; `api_status` reads the failure answers), reconnecting with a
+//! jittered 1-30 s back-off forever and counting the bytes it costs. Registration, the
+//! lease, the pod watch and status sync are built on it; when the API server is away
+//! they keep failing softly and the agent keeps running its pods from the store.
 //!
 //! The pod side: [`pods`] (the node's pods listed and watched into the store's
 //! `cluster/` tree, refusals), [`objects`] (the configMaps and secrets they reference,
@@ -21,6 +21,7 @@
 //! a message or a log line.
 
 pub mod agent;
+mod api_status;
 mod backoff;
 pub mod client;
 mod conn;

@@ -73,7 +73,8 @@ pub fn project(kind: Kind, obj: &Value) -> Value {
 
 /// The stored bytes of a projection: pretty JSON and a final newline, as `apply` writes.
 pub fn to_bytes(projection: &Value) -> Vec<u8> {
-    let mut bytes = serde_json::to_vec_pretty(projection).unwrap_or_default();
+    let compact = serde_json::to_vec(projection).unwrap_or_default();
+    let mut bytes = crate::model::pretty::pretty(&compact).into_bytes();
     bytes.push(b'\n');
     bytes
 }

@@ -65,7 +65,7 @@ pub async fn resolve(host: &str, port: u16) -> Result<Vec<SocketAddr>, ConnectEr
             match query(&servers, name, qtype).await {
                 Ok(ips) if !ips.is_empty() => return Ok(with_port(ips)),
                 Ok(_) => {}
-                Err(e) => last = e,
+                Err(e) => last = e.to_string(),
             }
         }
     }
@@ -84,20 +84,61 @@ pub fn hosts_lookup(hosts: &str, name: &str) -> Vec<IpAddr> {
         .collect()
 }
 
+/// Why a query got no addresses.
+#[derive(Debug)]
+enum QueryError {
+    /// The name has an empty or over-long label.
+    BadName(String),
+    /// No local UDP socket.
+    Socket(std::io::Error),
+    /// The last server asked could not be reached or did not answer in time.
+    Server(SocketAddr, std::io::Error),
+    /// The last server asked answered with a failure code (rcode).
+    Answer(SocketAddr, u8),
+    /// No server to ask.
+    NoServer,
+}
+
+impl std::fmt::Display for QueryError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            QueryError::BadName(name) => write!(f, "{name:?} is not a valid host name"),
+            QueryError::Socket(e) => e.fmt(f),
+            QueryError::Server(server, e) => write!(f, "{server}: {e}"),
+            QueryError::Answer(server, rcode) => match rcode {
+                2 => write!(f, "{server}: server failure"),
+                3 => write!(f, "{server}: no such name"),
+                5 => write!(f, "{server}: refused"),
+                n => write!(f, "{server}: error code {n}"),
+            },
+            QueryError::NoServer => Ok(()),
+        }
+    }
+}
+
+impl std::error::Error for QueryError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            QueryError::Socket(e) | QueryError::Server(_, e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
 /// Asks each server in turn; the first that answers decides.
-async fn query(servers: &[SocketAddr], name: &str, qtype: u16) -> Result<Vec<IpAddr>, String> {
+async fn query(servers: &[SocketAddr], name: &str, qtype: u16) -> Result<Vec<IpAddr>, QueryError> {
     let id = super::backoff::random() as u16;
     let packet = encode_query(id, name, qtype)?;
-    let mut last = String::new();
+    let mut last = QueryError::NoServer;
     for &server in servers {
         let bind: SocketAddr = if server.is_ipv4() {
             ([0, 0, 0, 0], 0).into()
         } else {
             (Ipv6Addr::UNSPECIFIED, 0).into()
         };
-        let socket = Async::<UdpSocket>::bind(bind).map_err(|e| e.to_string())?;
+        let socket = Async::<UdpSocket>::bind(bind).map_err(QueryError::Socket)?;
         if let Err(e) = socket.get_ref().connect(server) {
-            last = format!("{server}: {e}");
+            last = QueryError::Server(server, e);
             continue;
         }
         let exchange = async {
@@ -118,32 +159,21 @@ async fn query(servers: &[SocketAddr], name: &str, qtype: u16) -> Result<Vec<IpA
             ))
         };
         match smol::future::or(exchange, timeout).await {
-            Ok(answer) => {
-                return answer.map_err(|rcode| format!("{server}: {}", rcode_text(rcode)))
-            }
-            Err(e) => last = format!("{server}: {e}"),
+            Ok(answer) => return answer.map_err(|rcode| QueryError::Answer(server, rcode)),
+            Err(e) => last = QueryError::Server(server, e),
         }
     }
     Err(last)
 }
 
-fn rcode_text(rcode: u8) -> String {
-    match rcode {
-        2 => "server failure".into(),
-        3 => "no such name".into(),
-        5 => "refused".into(),
-        n => format!("error code {n}"),
-    }
-}
-
 /// A standard query with recursion desired.
-fn encode_query(id: u16, name: &str, qtype: u16) -> Result<Vec<u8>, String> {
+fn encode_query(id: u16, name: &str, qtype: u16) -> Result<Vec<u8>, QueryError> {
     let mut p = Vec::with_capacity(18 + name.len());
     p.extend_from_slice(&id.to_be_bytes());
     p.extend_from_slice(&[0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0]);
     for label in name.trim_end_matches('.').split('.') {
         if label.is_empty() || label.len() > 63 {
-            return Err(format!("{name:?} is not a valid host name"));
+            return Err(QueryError::BadName(name.to_string()));
         }
         p.push(label.len() as u8);
         p.extend_from_slice(label.as_bytes());
@@ -292,7 +322,8 @@ mod tests {
                 TYPE_A,
             )
             .await
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
             assert!(e.contains("no answer") && t0.elapsed() >= TIMEOUT, "{e}");
         });
     }

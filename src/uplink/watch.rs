@@ -11,7 +11,7 @@
 //!
 //! Objects come without `metadata.managedFields` (see [`super::lean`]).
 
-use super::client::status_of;
+use super::api_status::status_of;
 use super::conn::Connection;
 use super::error::ApiError;
 use super::lean::LeanValue;

@@ -41,7 +41,7 @@ impl Errors {
         match s.type_.as_str() {
             secret::TYPE_DOCKER_CONFIG_JSON | secret::TYPE_DOCKERCFG => {
                 if let Err(e) = s.registry_entries() {
-                    self.0.push(e);
+                    self.0.push(e.to_string());
                 }
             }
             "kubernetes.io/tls" => {

@@ -82,8 +82,31 @@ impl Parser<'_> {
     }
 }
 
+/// A plain scalar that reads as an infinity or NaN, which JSON cannot hold (the text).
+#[derive(Debug)]
+pub(super) struct NotFinite(String);
+
+impl std::fmt::Display for NotFinite {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:?} is not a finite number (JSON cannot hold it; quote it for a string)",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for NotFinite {}
+
+/// The message of a YAML error at the scalar's position.
+impl From<NotFinite> for String {
+    fn from(e: NotFinite) -> String {
+        e.to_string()
+    }
+}
+
 /// The value of a plain scalar, as go-yaml v2 (kubectl) resolves it.
-pub(super) fn resolve_plain(text: &str) -> Result<Value, String> {
+pub(super) fn resolve_plain(text: &str) -> Result<Value, NotFinite> {
     Ok(match text {
         "" | "~" | "null" | "Null" | "NULL" => Value::Null,
         "y" | "Y" | "yes" | "Yes" | "YES" | "true" | "True" | "TRUE" | "on" | "On" | "ON" => {
@@ -94,11 +117,7 @@ pub(super) fn resolve_plain(text: &str) -> Result<Value, String> {
         }
         _ => match number(text) {
             Some(Ok(n)) => Value::Number(n),
-            Some(Err(())) => {
-                return Err(format!(
-                    "{text:?} is not a finite number (JSON cannot hold it; quote it for a string)"
-                ))
-            }
+            Some(Err(())) => return Err(NotFinite(text.to_string())),
             None => Value::String(text.to_string()),
         },
     })
