@@ -125,6 +125,22 @@ impl Answer {
     }
 }
 
+/// Ends the connection after an answer: our side is shut, then what the client still
+/// sends is read and dropped (at most `max` bytes) until it closes too. Closing with
+/// unread input would reset the connection, and a reset can destroy the answer before
+/// the client reads it (a 431 to a client still sending its huge header).
+pub async fn linger_close(stream: &mut Async<TcpStream>, max: usize) {
+    let _ = stream.get_ref().shutdown(std::net::Shutdown::Write);
+    let mut chunk = [0u8; 1024];
+    let mut left = max;
+    while left > 0 {
+        match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => left = left.saturating_sub(n),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

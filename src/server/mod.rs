@@ -27,6 +27,9 @@ use std::time::Duration;
 pub const MAX_CONNECTIONS: usize = 32;
 /// Largest request head (request line and headers) accepted.
 pub const MAX_HEAD: usize = 8 << 10;
+/// What is read and dropped after an answer, at most, before closing (see
+/// `http::linger_close`).
+const LINGER_BYTES: usize = 64 << 10;
 /// Time a connection may take, from accept to the last byte of the answer.
 pub const DEADLINE: Duration = Duration::from_secs(10);
 
@@ -89,8 +92,9 @@ async fn connection(mut stream: Async<TcpStream>, src: Rc<Sources>) {
             Err(http::BadHead::Closed) => return,
             Err(bad) => bad.answer(),
         };
-        if let Err(e) = answer.write_to(&mut stream).await {
-            log::debug!("status endpoint: writing the answer: {e}");
+        match answer.write_to(&mut stream).await {
+            Ok(()) => http::linger_close(&mut stream, LINGER_BYTES).await,
+            Err(e) => log::debug!("status endpoint: writing the answer: {e}"),
         }
     };
     smol::future::or(served, async {
