@@ -51,6 +51,8 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
         silent_registries: Default::default(),
         #[cfg(feature = "uplink")]
         tokens: Default::default(),
+        #[cfg(feature = "uplink")]
+        events: Default::default(),
     });
     #[cfg(feature = "uplink")]
     let uplink = crate::uplink::agent::new(&ctx)

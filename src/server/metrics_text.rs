@@ -35,6 +35,13 @@ pub async fn answer(src: &Sources) -> Answer {
     #[cfg(feature = "uplink")]
     if let Some(u) = &src.uplink {
         uplink(&mut t, u.client.counters());
+        const DROPPED: &str = "tinylet_events_dropped_total";
+        t.family(
+            DROPPED,
+            "counter",
+            "Pod events dropped unsent (too many kept while the API server was away).",
+        );
+        t.sample(DROPPED, &[], src.ctx.events.dropped() as f64);
     }
     t.family(
         "process_resident_memory_bytes",
