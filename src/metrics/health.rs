@@ -31,9 +31,8 @@ pub fn check(period: Duration) -> Result<(), String> {
         let since = at.elapsed();
         if since > period * 3 {
             return Err(format!(
-                "sync loop last ticked {}s ago (period {}s)",
-                since.as_secs(),
-                period.as_secs_f64()
+                "sync loop last ticked {}s ago (period {period:?})",
+                since.as_secs()
             ));
         }
         match &*h.relist_error.borrow() {

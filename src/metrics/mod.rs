@@ -9,7 +9,7 @@
 pub mod health;
 mod histogram;
 
-pub use histogram::{Histogram, BUCKETS};
+pub use histogram::{Histogram, BUCKETS, BUCKET_LABELS};
 
 use crate::cri::Code;
 use std::cell::{Cell, RefCell};

@@ -41,7 +41,7 @@ pub async fn answer(src: &Sources) -> Answer {
             "counter",
             "Pod events dropped unsent (too many kept while the API server was away).",
         );
-        t.sample(DROPPED, &[], src.ctx.events.dropped() as f64);
+        t.sample(DROPPED, &[], src.ctx.events.dropped());
     }
     t.family(
         "process_resident_memory_bytes",
@@ -51,20 +51,20 @@ pub async fn answer(src: &Sources) -> Answer {
     t.sample(
         "process_resident_memory_bytes",
         &[],
-        process::resident_memory_bytes() as f64,
+        process::resident_memory_bytes(),
     );
     t.family(
         "process_cpu_seconds_total",
         "counter",
         "Total user and system CPU time spent in seconds.",
     );
-    t.sample("process_cpu_seconds_total", &[], process::cpu_seconds());
+    t.seconds("process_cpu_seconds_total", &[], process::cpu_nanos());
     t.family(
         "process_open_fds",
         "gauge",
         "Number of open file descriptors.",
     );
-    t.sample("process_open_fds", &[], process::open_fds() as f64);
+    t.sample("process_open_fds", &[], process::open_fds());
     Answer::new(200, CONTENT_TYPE, t.0.into_bytes())
 }
 
@@ -76,7 +76,20 @@ impl Text {
         let _ = write!(self.0, "# HELP {name} {help}\n# TYPE {name} {kind}\n");
     }
 
-    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
+    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: u64) {
+        self.series(name, labels);
+        let _ = writeln!(self.0, " {value}");
+    }
+
+    /// A sample in seconds, from nanoseconds (integer formatting only).
+    fn seconds(&mut self, name: &str, labels: &[(&str, &str)], nanos: u64) {
+        self.series(name, labels);
+        let (s, n) = (nanos / 1_000_000_000, nanos % 1_000_000_000);
+        let _ = writeln!(self.0, " {s}.{n:09}");
+    }
+
+    /// `name{k="v",...}` with the values escaped.
+    fn series(&mut self, name: &str, labels: &[(&str, &str)]) {
         self.0.push_str(name);
         for (i, (k, v)) in labels.iter().enumerate() {
             self.0.push(if i == 0 { '{' } else { ',' });
@@ -94,20 +107,17 @@ impl Text {
         if !labels.is_empty() {
             self.0.push('}');
         }
-        let _ = writeln!(self.0, " {value}");
     }
 
     fn histogram(&mut self, name: &str, labels: &[(&str, &str)], h: &Histogram) {
         let bucket = format!("{name}_bucket");
-        let les: Vec<String> = h.cumulative().map(|(le, _)| le.to_string()).collect();
-        let counts = h.cumulative().map(|(_, n)| n).chain([h.count]);
-        for (le, n) in les.iter().map(String::as_str).chain(["+Inf"]).zip(counts) {
+        for (le, n) in h.cumulative().chain([("+Inf", h.count)]) {
             let mut with_le = labels.to_vec();
             with_le.push(("le", le));
-            self.sample(&bucket, &with_le, n as f64);
+            self.sample(&bucket, &with_le, n);
         }
-        self.sample(&format!("{name}_sum"), labels, h.sum);
-        self.sample(&format!("{name}_count"), labels, h.count as f64);
+        self.seconds(&format!("{name}_sum"), labels, h.sum_nanos);
+        self.sample(&format!("{name}_count"), labels, h.count);
     }
 }
 
@@ -142,7 +152,7 @@ fn pods(t: &mut Text, cfg: &crate::config::Config) {
                 ("pod", name),
                 ("container", &c.name),
             ];
-            restarts.sample(RESTARTS, &labels, c.restart_count.max(0) as f64);
+            restarts.sample(RESTARTS, &labels, c.restart_count.max(0) as u64);
         }
     }
     t.family(
@@ -151,7 +161,7 @@ fn pods(t: &mut Text, cfg: &crate::config::Config) {
         "The node's pods by phase (as last written to their status).",
     );
     for ((_, name), n) in PHASES.iter().zip(phases) {
-        t.sample("tinylet_pods", &[("phase", name)], n as f64);
+        t.sample("tinylet_pods", &[("phase", name)], n);
     }
     t.family(
         RESTARTS,
@@ -189,7 +199,7 @@ async fn runtime(t: &mut Text, src: &Sources) {
             t.sample(
                 "kubelet_running_containers",
                 &[("container_state", state)],
-                n as f64,
+                n,
             );
         }
     }
@@ -219,7 +229,7 @@ async fn runtime(t: &mut Text, src: &Sources) {
             .as_ref()
             .and_then(|c| c.usage_core_nano_seconds.as_ref());
         if let (Some(k), Some(cpu)) = (key(s), cpu) {
-            t.sample(CPU, &k, cpu.value as f64 / 1e9);
+            t.seconds(CPU, &k, cpu.value);
         }
     }
     t.family(
@@ -230,7 +240,7 @@ async fn runtime(t: &mut Text, src: &Sources) {
     for s in &stats {
         let mem = s.memory.as_ref().and_then(|m| m.working_set_bytes.as_ref());
         if let (Some(k), Some(mem)) = (key(s), mem) {
-            t.sample(MEM, &k, mem.value as f64);
+            t.sample(MEM, &k, mem.value);
         }
     }
 }
@@ -277,11 +287,7 @@ fn counters(t: &mut Text) {
             "Cumulative number of runtime operations by operation type.",
         );
         for (method, n, _) in &ops {
-            t.sample(
-                OPS,
-                &[("operation_type", &operation_type(method))],
-                *n as f64,
-            );
+            t.sample(OPS, &[("operation_type", &operation_type(method))], *n);
         }
         t.family(
             ERRS,
@@ -289,11 +295,7 @@ fn counters(t: &mut Text) {
             "Cumulative number of runtime operation errors by operation type.",
         );
         for (method, _, n) in &ops {
-            t.sample(
-                ERRS,
-                &[("operation_type", &operation_type(method))],
-                *n as f64,
-            );
+            t.sample(ERRS, &[("operation_type", &operation_type(method))], *n);
         }
         t.family(
             DUR,
@@ -322,7 +324,7 @@ fn counters(t: &mut Text) {
             "Events the PLEG found between two relists, by kind.",
         );
         for (kind, n) in PLEG_EVENTS.iter().zip(&m.pleg_events) {
-            t.sample(PLEG, &[("event", kind)], n.get() as f64);
+            t.sample(PLEG, &[("event", kind)], n.get());
         }
         let plain = [
             (
@@ -358,7 +360,7 @@ fn counters(t: &mut Text) {
         ];
         for (name, help, v) in plain {
             t.family(name, "counter", help);
-            t.sample(name, &[], v.get() as f64);
+            t.sample(name, &[], v.get());
         }
         const GC: &str = "kubelet_image_garbage_collected_total";
         t.family(
@@ -366,7 +368,7 @@ fn counters(t: &mut Text) {
             "counter",
             "Images removed by the image garbage collector, by reason.",
         );
-        t.sample(GC, &[("reason", "space")], m.image_gc_removed.get() as f64);
+        t.sample(GC, &[("reason", "space")], m.image_gc_removed.get());
     })
 }
 
@@ -392,7 +394,7 @@ fn uplink(t: &mut Text, c: crate::uplink::counters::Snapshot) {
     ];
     for (name, help, v) in figures {
         t.family(name, "counter", help);
-        t.sample(name, &[], v as f64);
+        t.sample(name, &[], v);
     }
 }
 
@@ -423,8 +425,9 @@ mod tests {
     #[test]
     fn samples_escape_label_values_and_histograms_are_cumulative() {
         let mut t = Text(String::new());
-        t.sample("m", &[("a", "x\"y\\z\nw"), ("b", "c")], 1.5);
-        assert_eq!(t.0, "m{a=\"x\\\"y\\\\z\\nw\",b=\"c\"} 1.5\n");
+        t.sample("m", &[("a", "x\"y\\z\nw"), ("b", "c")], 15);
+        t.seconds("s", &[], 1_500_000_000);
+        assert_eq!(t.0, "m{a=\"x\\\"y\\\\z\\nw\",b=\"c\"} 15\ns 1.500000000\n");
         let mut h = Histogram::default();
         h.observe(Duration::from_millis(20));
         h.observe(Duration::from_secs(60));
@@ -433,7 +436,7 @@ mod tests {
         assert!(t.0.starts_with("d_bucket{op=\"v\",le=\"0.005\"} 0\n"));
         assert!(t.0.contains("d_bucket{op=\"v\",le=\"0.025\"} 1\n"));
         assert!(t.0.contains(
-            "d_bucket{op=\"v\",le=\"+Inf\"} 2\nd_sum{op=\"v\"} 60.02\nd_count{op=\"v\"} 2\n"
+            "d_bucket{op=\"v\",le=\"+Inf\"} 2\nd_sum{op=\"v\"} 60.020000000\nd_count{op=\"v\"} 2\n"
         ));
     }
 }

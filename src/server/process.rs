@@ -11,10 +11,12 @@ pub fn resident_memory_bytes() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
-/// CPU time (user and system) the process used, in seconds.
-pub fn cpu_seconds() -> f64 {
+/// CPU time (user and system) the process used, in nanoseconds.
+pub fn cpu_nanos() -> u64 {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
-    t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
+    let secs = u64::try_from(t.tv_sec).unwrap_or(0);
+    let nanos = u64::try_from(t.tv_nsec).unwrap_or(0);
+    secs.saturating_mul(1_000_000_000).saturating_add(nanos)
 }
 
 /// Open file descriptors (entries of /proc/self/fd, less the one listing them).
@@ -29,7 +31,7 @@ mod tests {
     #[test]
     fn figures_of_this_process_are_plausible() {
         assert!(resident_memory_bytes() > 100 << 10);
-        assert!(cpu_seconds() > 0.0);
+        assert!(cpu_nanos() > 0);
         // stdin, stdout, stderr at least.
         assert!(open_fds() >= 3);
     }
