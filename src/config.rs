@@ -101,8 +101,13 @@ pub struct Config {
     pub container_log_max_size: u64,
     /// At most this many log files (current + rotated) per container.
     pub container_log_max_files: u32,
-    /// Optional read-only status endpoint, e.g. `127.0.0.1:10255`; empty disables it.
+    /// Optional read-only status endpoint (`/healthz`, `/pods`, `/metrics`) at
+    /// `IP:PORT`, e.g. `127.0.0.1:10255`; empty disables it. Loopback only unless
+    /// `statusAllowNonLoopback` is set.
     pub status_address: String,
+    /// Lets `statusAddress` be a non-loopback address (the endpoint has no
+    /// authentication: anyone who reaches it sees the pods and metrics).
+    pub status_allow_non_loopback: bool,
     /// Default log filter when RUST_LOG is not set (`error`..`trace`).
     pub log_level: String,
     /// The cluster uplink; absent means local-only (pods from `apply` and manifest
@@ -170,6 +175,7 @@ impl Default for Config {
             container_log_max_size: 10 << 20,
             container_log_max_files: 5,
             status_address: String::new(),
+            status_allow_non_loopback: false,
             log_level: "info".into(),
             api_server: None,
         }
@@ -309,6 +315,7 @@ impl Config {
                 format!("must be at least 4Ki, got {}", self.container_log_max_size),
             );
         }
+        self.status_socket_address()?;
         match &self.api_server {
             #[cfg(not(feature = "uplink"))]
             Some(_) => err(
@@ -338,6 +345,27 @@ impl Config {
             .nodename()
             .to_string_lossy()
             .to_lowercase()
+    }
+
+    /// Where the status endpoint listens: `None` when off. A non-loopback address
+    /// needs `statusAllowNonLoopback`.
+    pub fn status_socket_address(&self) -> Result<Option<std::net::SocketAddr>, ConfigError> {
+        if self.status_address.is_empty() {
+            return Ok(None);
+        }
+        let addr: std::net::SocketAddr = self.status_address.parse().map_err(|_| {
+            ConfigError(format!(
+                "statusAddress: expected IP:PORT (e.g. 127.0.0.1:10255), got {:?}",
+                self.status_address
+            ))
+        })?;
+        if !addr.ip().is_loopback() && !self.status_allow_non_loopback {
+            return Err(ConfigError(format!(
+                "statusAddress: {addr} is not a loopback address; the endpoint has no \
+                 authentication, so set statusAllowNonLoopback to true to serve it there"
+            )));
+        }
+        Ok(Some(addr))
     }
 
     /// The image service endpoint: the runtime's unless set apart.

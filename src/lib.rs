@@ -12,6 +12,8 @@
 //! - [`gc`]: image GC, container GC, container log rotation.
 //! - [`logs`]: reading CRI container log files (`tinylet logs`).
 //! - [`cli`]: the `tinylet` subcommands.
+//! - [`metrics`]: the agent's counters; [`server`]: the local status endpoint
+//!   (`/healthz`, `/pods`, `/metrics`).
 //! - [`sdnotify`]: systemd readiness notification (`READY=1`), by hand.
 //! - [`rt`]: the one-thread executor every task runs on (smol's `LocalExecutor`).
 //! - `uplink` (feature `uplink`): joining a cluster as a Node: the Kubernetes API
@@ -31,9 +33,11 @@ pub mod cri;
 pub mod gc;
 pub mod kuberuntime;
 pub mod logs;
+pub mod metrics;
 pub mod model;
 pub mod rt;
 pub mod sdnotify;
+pub mod server;
 pub mod store;
 #[cfg(feature = "uplink")]
 pub mod uplink;

@@ -592,6 +592,7 @@ fn steady_state_bytes_per_hour() {
         runtime_name: Default::default(),
         silent_registries: Default::default(),
         tokens: Default::default(),
+        events: Default::default(),
         cfg,
     });
     let up = tinylet::uplink::agent::new(&ctx).unwrap().unwrap();

@@ -29,6 +29,30 @@ pub struct Context {
     /// The service-account tokens of the cluster's pods (in memory only).
     #[cfg(feature = "uplink")]
     pub tokens: crate::uplink::tokens::Tokens,
+    /// Pod events for the cluster (in memory only; sent by the uplink).
+    #[cfg(feature = "uplink")]
+    pub events: crate::uplink::events::Recorder,
+}
+
+impl Context {
+    /// Records a pod event for the cluster (kubelet's `reason`; `container` empty for
+    /// the pod itself). Only with the uplink on: a local-only node keeps none, and
+    /// `message` is then never made.
+    #[allow(unused_variables)]
+    pub fn event(
+        &self,
+        pod: &Pod,
+        container: &str,
+        warning: bool,
+        reason: &'static str,
+        message: impl FnOnce() -> String,
+    ) {
+        #[cfg(feature = "uplink")]
+        if self.cfg.api_server.is_some() {
+            self.events
+                .record(pod, container, warning, reason, message());
+        }
+    }
 }
 
 impl Objects for Context {

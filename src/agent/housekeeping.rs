@@ -114,8 +114,12 @@ impl Housekeeping {
                 let ctx = ctx.clone();
                 self.image_gc = Slot::Busy(crate::rt::spawn(async move {
                     let refs: Vec<&str> = images.iter().map(String::as_str).collect();
-                    if let Err(e) = gc.pass(&ctx.cri, &refs, SystemTime::now()).await {
-                        log::warn!("image GC: {e}");
+                    match gc.pass(&ctx.cri, &refs, SystemTime::now()).await {
+                        Ok(r) => crate::metrics::image_gc(r.removed.len() as u64, r.bytes_freed),
+                        Err(e) => {
+                            crate::metrics::image_gc(0, 0);
+                            log::warn!("image GC: {e}");
+                        }
                     }
                     gc
                 }));

@@ -132,17 +132,31 @@ pub async fn ensure(
     if let Some(why) = not_now(ctx, image, local.is_some(), backoff.until(&key, now), now) {
         return match local {
             Some(id) => Ok(offline(id, why)),
-            None => Err(waiting(Reason::ImagePullBackOff, why)),
+            None => {
+                ctx.event(pod, &c.name, false, "BackOff", || why.clone());
+                Err(waiting(Reason::ImagePullBackOff, why))
+            }
         };
     }
     let timeout = match local {
         Some(_) => ctx.cfg.image_pull_fallback_timeout,
         None => ctx.cfg.image_pull_timeout,
     };
+    ctx.event(pod, &c.name, false, "Pulling", || {
+        format!("Pulling image \"{image}\"")
+    });
     let result = pull(ctx, pod, image, timeout).await;
     note_outcome(ctx, image, &result);
+    if let Err(e) = &result {
+        ctx.event(pod, &c.name, true, "Failed", || {
+            format!("Failed to pull image \"{image}\": {e}")
+        });
+    }
     match (result, local) {
         (Ok(image_ref), _) => {
+            ctx.event(pod, &c.name, false, "Pulled", || {
+                format!("Successfully pulled image \"{image}\"")
+            });
             backoff.reset(&key);
             Ok(Ensured {
                 image_ref,
@@ -159,6 +173,9 @@ pub async fn ensure(
                 pod.metadata.name,
                 e
             );
+            ctx.event(pod, &c.name, true, "OfflineImage", || {
+                format!("Running the local copy of image \"{image}\": {e}")
+            });
             Ok(offline(id, e.to_string()))
         }
         (Err(e), None) => {

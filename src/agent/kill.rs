@@ -39,6 +39,11 @@ pub async fn stop_container(
     pod_ip: &str,
 ) {
     let start = Instant::now();
+    if let Some(pod) = spec_pod {
+        ctx.event(pod, name, false, "Killing", || {
+            format!("Stopping container {name}")
+        });
+    }
     let spec = spec_pod.and_then(|p| p.all_containers().find(|c| c.name == name));
     let hook = spec
         .and_then(|c| c.lifecycle.as_ref())

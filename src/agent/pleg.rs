@@ -105,6 +105,17 @@ pub enum Event {
 }
 
 impl Event {
+    /// The event's kind: its index in [`crate::metrics::PLEG_EVENTS`].
+    pub fn kind(&self) -> usize {
+        match self {
+            Event::ContainerStarted { .. } => 0,
+            Event::ContainerDied { .. } => 1,
+            Event::ContainerRemoved { .. } => 2,
+            Event::ContainerChanged { .. } => 3,
+            Event::SandboxChanged { .. } => 4,
+        }
+    }
+
     /// The UID of the pod the event is about.
     pub fn pod_uid(&self) -> &str {
         match self {

@@ -379,7 +379,11 @@ impl SyncLoop {
     }
 
     async fn relist(&mut self) {
-        let fresh = match self.list().await {
+        let start = Instant::now();
+        let listed = self.list().await;
+        crate::metrics::relist(start.elapsed());
+        crate::metrics::health::ticked(listed.as_ref().err().map(|e| e.to_string()));
+        let fresh = match listed {
             Ok(x) => x,
             Err(e) => {
                 if !self.relist_failing {
@@ -400,6 +404,7 @@ impl SyncLoop {
             if let Some(old) = &self.last {
                 for ev in pleg::diff(old, &snap) {
                     log::debug!("pleg: {ev:?}");
+                    crate::metrics::pleg_event(ev.kind());
                     if let Some(w) = self.workers.get(ev.pod_uid()) {
                         let _ = w.tx.try_send(Msg::Wake);
                     }

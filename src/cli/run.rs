@@ -51,10 +51,20 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
         silent_registries: Default::default(),
         #[cfg(feature = "uplink")]
         tokens: Default::default(),
+        #[cfg(feature = "uplink")]
+        events: Default::default(),
     });
     #[cfg(feature = "uplink")]
     let uplink = crate::uplink::agent::new(&ctx)
         .map_err(|e| CliError::failed(format!("apiServer.kubeconfig: {e}")))?;
+    if let Ok(Some(addr)) = ctx.cfg.status_socket_address() {
+        let src = crate::server::Sources {
+            ctx: ctx.clone(),
+            #[cfg(feature = "uplink")]
+            uplink: uplink.clone(),
+        };
+        crate::server::start(addr, src);
+    }
     crate::rt::block_on(async move {
         wait_for_runtime(&ctx).await;
         #[cfg(feature = "uplink")]

@@ -111,3 +111,19 @@ fn seccomp_defaults_to_the_runtime_profile() {
     let c = Config::parse(r#"{"seccompDefault":false}"#).unwrap();
     assert!(!c.seccomp_default);
 }
+
+#[test]
+fn status_address_is_off_by_default_and_loopback_unless_allowed() {
+    assert_eq!(Config::default().status_socket_address().unwrap(), None);
+    let on = Config::parse(r#"{"statusAddress": "127.0.0.1:10255"}"#).unwrap();
+    assert_eq!(
+        on.status_socket_address().unwrap(),
+        Some("127.0.0.1:10255".parse().unwrap())
+    );
+    let e = Config::parse(r#"{"statusAddress": "localhost"}"#).unwrap_err();
+    assert!(e.0.starts_with("statusAddress: expected IP:PORT"), "{e}");
+    let e = Config::parse(r#"{"statusAddress": "0.0.0.0:10255"}"#).unwrap_err();
+    assert!(e.0.contains("statusAllowNonLoopback"), "{e}");
+    let wide = r#"{"statusAddress": "0.0.0.0:10255", "statusAllowNonLoopback": true}"#;
+    assert!(Config::parse(wide).is_ok());
+}

@@ -132,8 +132,21 @@ impl Channel {
     }
 
     /// Makes one call with an encoded request frame and returns the answer's message
-    /// bytes, within the deadline `timeout` if given.
+    /// bytes, within the deadline `timeout` if given; counts it in [`crate::metrics`].
     async fn call(
+        &self,
+        method: &'static str,
+        body: Bytes,
+        timeout: Option<Duration>,
+    ) -> Result<Bytes, CriError> {
+        let start = Instant::now();
+        let result = self.call_within(method, body, timeout).await;
+        let code = result.as_ref().map_or_else(|e| e.code(), |_| Code::Ok);
+        crate::metrics::cri_call(method, code, start.elapsed());
+        result
+    }
+
+    async fn call_within(
         &self,
         method: &'static str,
         body: Bytes,

@@ -222,6 +222,7 @@ impl LogRotator {
             }
             return Err(GcError::cri("reopening the log", e));
         }
+        crate::metrics::log_rotated(size);
         report.rotated.push(rotated);
         Ok(())
     }

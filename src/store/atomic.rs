@@ -59,7 +59,10 @@ fn replace(dir: &Path, name: &str, bytes: &[u8], mode: u32, durable: bool) -> io
         // Best effort: the temp file may not exist, or may already be renamed.
         let _ = std::fs::remove_file(&tmp);
     }
-    result.map(|()| bytes.len() as u64)
+    result.map(|()| {
+        crate::metrics::state_written(bytes.len() as u64);
+        bytes.len() as u64
+    })
 }
 
 /// Creates `path` (which must not exist) with `mode`, writes `bytes`, fsyncs it when

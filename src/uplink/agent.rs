@@ -44,6 +44,7 @@ pub fn new(ctx: &Rc<Context>) -> Result<Option<Rc<Uplink>>, SetupError> {
 pub fn start(uplink: &Rc<Uplink>) {
     // Each piece of the uplink adds its task here.
     crate::rt::spawn(super::node::run(uplink.clone())).detach();
+    crate::rt::spawn(super::events_post::run(uplink.clone())).detach();
     start_pods(uplink);
 }
 

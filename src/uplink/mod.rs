@@ -27,6 +27,8 @@ pub mod client;
 mod conn;
 pub mod counters;
 pub mod error;
+pub mod events;
+mod events_post;
 pub mod files;
 pub mod identity;
 pub mod kubeconfig;

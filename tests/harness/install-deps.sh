@@ -14,6 +14,7 @@
 #   systemd                          systemd-analyze verifies packaging/systemd/tinylet.service
 #   etcd-server, openssl, socat      kube.sh's control plane: its store, certificates, the relay
 #   curl                             kube.sh's readiness checks
+#   prometheus                       promtool checks the status endpoint's /metrics
 #   golang-go, rsync, jq, dpkg-dev   kube-build.sh builds the control plane from Debian's
 #                                    `kubernetes` source package (needs the deb-src entry below)
 #   golang-github-modern-go-reflect2-dev   reflect2 v1.0.2 for that build (kube-build.sh)
@@ -28,7 +29,8 @@ set -euo pipefail
 
 PACKAGES=(containerd runc containernetworking-plugins iptables busybox-static gcc libc6-dev
 	docker-registry apache2-utils skopeo iproute2 file util-linux shellcheck systemd
-	etcd-server openssl socat curl golang-go rsync jq dpkg-dev golang-github-modern-go-reflect2-dev)
+	etcd-server openssl socat curl golang-go rsync jq dpkg-dev golang-github-modern-go-reflect2-dev
+	prometheus)
 # Debian's source packages (for `apt-get source kubernetes`); not enabled on these machines.
 DEB_SRC=/etc/apt/sources.list.d/tinylet-debian-src.sources
 

@@ -191,6 +191,16 @@ impl PodProbes {
             return Verdict::Nothing;
         };
         let name = format!("{}/{}", pod.metadata.namespace, pod.metadata.name);
+        if !ev.ok {
+            let kind = match ev.kind {
+                Kind::Liveness => "Liveness",
+                Kind::Readiness => "Readiness",
+                Kind::Startup => "Startup",
+            };
+            ctx.event(pod, &c.name, true, "Unhealthy", || {
+                format!("{kind} probe failed: {}", ev.detail)
+            });
+        }
         let verdict = match (ev.kind, ev.ok) {
             (Kind::Startup, true) => {
                 log::info!("pod {name}: container {} started (startupProbe)", c.name);

@@ -55,6 +55,10 @@ impl Worker {
         };
         match self.ctx.cri.runtime.start_container(&id).await {
             Ok(()) => {
+                let name = &c.name;
+                self.ctx.event(&self.pod, name, false, "Started", || {
+                    format!("Started container {name}")
+                });
                 if self.post_start(c, &id, at.pod_ip).await {
                     effects.unknown = true;
                 }
@@ -113,6 +117,10 @@ impl Worker {
         let rt = &self.ctx.cri.runtime;
         match rt.create_container(at.id, config, at.config.clone()).await {
             Ok(id) => {
+                let name = &c.name;
+                self.ctx.event(&self.pod, name, false, "Created", || {
+                    format!("Created container {name}")
+                });
                 // Made: what an earlier create without an answer left serves nothing.
                 if let Some(old) = self.take_unanswered(&c.name) {
                     let _ = std::fs::remove_file(old);
@@ -163,6 +171,12 @@ impl Worker {
             m.namespace,
             m.uid
         );
+        self.ctx.event(&self.pod, &c.name, true, "BackOff", || {
+            format!(
+                "Back-off restarting failed container {} in pod {}_{}({})",
+                c.name, m.name, m.namespace, m.uid
+            )
+        });
         self.backs_off(&c.name, Reason::CrashLoopBackOff, message, until);
         true
     }
@@ -238,6 +252,8 @@ impl Worker {
         if let Some(f) = gone {
             let _ = std::fs::remove_file(f);
         }
+        self.ctx
+            .event(&self.pod, &c.name, true, "Failed", || format!("Error: {e}"));
         self.cannot_start(&c.name, reason, e.to_string(), Instant::now() + RETRY);
     }
 

@@ -1,0 +1,135 @@
+//! The agent's own counters, read by the status endpoint's `/metrics` (see
+//! `crate::server`). One thread, so they are plain `Cell`s in a thread-local: counting
+//! costs a few loads and stores, never a lock or an allocation (a CRI method's first
+//! call with a new gRPC code adds one entry to a short list; later calls find it).
+//!
+//! What is derived from files or the runtime at scrape time (pods by phase, restarts,
+//! container CPU and memory, process figures) is not kept here: it is read when asked.
+
+pub mod health;
+mod histogram;
+
+pub use histogram::{Histogram, BUCKETS, BUCKET_LABELS};
+
+use crate::cri::Code;
+use std::cell::{Cell, RefCell};
+use std::time::Duration;
+
+/// Calls of one CRI method that ended with one gRPC code.
+#[derive(Debug, Clone)]
+pub struct CriCalls {
+    /// The method's full path (`/runtime.v1.RuntimeService/ListContainers`).
+    pub method: &'static str,
+    /// How the calls ended.
+    pub code: Code,
+    /// Their latencies.
+    pub latency: Histogram,
+}
+
+/// The PLEG's event kinds, in the order of [`Counters::pleg_events`].
+pub const PLEG_EVENTS: [&str; 5] = [
+    "ContainerStarted",
+    "ContainerDied",
+    "ContainerRemoved",
+    "ContainerChanged",
+    "SandboxChanged",
+];
+
+/// Every counter of the agent (monotonic unless said otherwise).
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// CRI calls by method and code.
+    pub cri: RefCell<Vec<CriCalls>>,
+    /// How long each relist took (successful or not).
+    pub relist: RefCell<Histogram>,
+    /// PLEG events, by kind as in [`PLEG_EVENTS`].
+    pub pleg_events: [Cell<u64>; 5],
+    /// Image GC passes that ran.
+    pub image_gc_runs: Cell<u64>,
+    /// Images the image GC removed.
+    pub image_gc_removed: Cell<u64>,
+    /// Bytes the image GC freed.
+    pub image_gc_freed_bytes: Cell<u64>,
+    /// Container log files rotated.
+    pub log_rotations: Cell<u64>,
+    /// Bytes in container log files when they were rotated.
+    pub log_rotated_bytes: Cell<u64>,
+    /// Bytes written to files in the state directory (flash wear).
+    pub state_written_bytes: Cell<u64>,
+    /// Files written (replaced) in the state directory.
+    pub state_written_files: Cell<u64>,
+}
+
+thread_local! {
+    static COUNTERS: Counters = Counters::default();
+}
+
+/// Runs `f` with this thread's counters.
+pub fn with<R>(f: impl FnOnce(&Counters) -> R) -> R {
+    COUNTERS.with(f)
+}
+
+fn add(c: &Cell<u64>, n: u64) {
+    c.set(c.get().wrapping_add(n));
+}
+
+/// Counts one CRI call of `method` that ended with `code` after `took`.
+pub fn cri_call(method: &'static str, code: Code, took: Duration) {
+    with(|m| {
+        let mut calls = m.cri.borrow_mut();
+        match calls
+            .iter_mut()
+            .find(|c| c.code == code && c.method == method)
+        {
+            Some(c) => c.latency.observe(took),
+            None => {
+                let mut latency = Histogram::default();
+                latency.observe(took);
+                calls.push(CriCalls {
+                    method,
+                    code,
+                    latency,
+                });
+            }
+        }
+    })
+}
+
+/// Counts one relist that took `took`.
+pub fn relist(took: Duration) {
+    with(|m| m.relist.borrow_mut().observe(took))
+}
+
+/// Counts one PLEG event of kind `PLEG_EVENTS[kind]`.
+pub fn pleg_event(kind: usize) {
+    with(|m| {
+        if let Some(c) = m.pleg_events.get(kind) {
+            add(c, 1)
+        }
+    })
+}
+
+/// Counts one image GC pass that removed `images` images and freed `bytes`.
+pub fn image_gc(images: u64, bytes: u64) {
+    with(|m| {
+        add(&m.image_gc_runs, 1);
+        add(&m.image_gc_removed, images);
+        add(&m.image_gc_freed_bytes, bytes);
+    })
+}
+
+/// Counts one container log file of `bytes` rotated.
+pub fn log_rotated(bytes: u64) {
+    with(|m| {
+        add(&m.log_rotations, 1);
+        add(&m.log_rotated_bytes, bytes);
+    })
+}
+
+/// Counts one file of `bytes` written to the state directory.
+pub fn state_written(bytes: u64) {
+    with(|m| {
+        add(&m.state_written_files, 1);
+        add(&m.state_written_bytes, bytes);
+    })
+}

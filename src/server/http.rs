@@ -1,0 +1,169 @@
+//! Just enough HTTP/1.1 for the status endpoint: read a request head (bounded), parse its
+//! request line, write an answer with `Content-Length` and `Connection: close`.
+
+use async_io::Async;
+use smol::io::{AsyncReadExt, AsyncWriteExt};
+use std::net::TcpStream;
+
+/// A request's method and path (without the query).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Head {
+    /// `GET`, ...
+    pub method: String,
+    /// `/metrics`, ...
+    pub path: String,
+}
+
+/// Why no request could be read.
+#[derive(Debug)]
+pub enum BadHead {
+    /// The connection failed or closed early: nobody to answer.
+    Closed,
+    /// The head grew past the limit.
+    TooLarge,
+    /// The request line is not `METHOD PATH HTTP/1.x`.
+    Malformed,
+}
+
+impl BadHead {
+    /// The answer to a bad request.
+    pub fn answer(&self) -> Answer {
+        match self {
+            BadHead::TooLarge => Answer::text(431, "request header fields too large\n"),
+            _ => Answer::text(400, "bad request\n"),
+        }
+    }
+}
+
+/// Reads up to the blank line ending the head, at most `max` bytes, and parses it.
+pub async fn read_head(stream: &mut Async<TcpStream>, max: usize) -> Result<Head, BadHead> {
+    let mut buf = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 1024];
+    loop {
+        let n = stream.read(&mut chunk).await.map_err(|_| BadHead::Closed)?;
+        if n == 0 {
+            return Err(BadHead::Closed);
+        }
+        let from = buf.len().saturating_sub(3);
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(end) = buf[from..].windows(4).position(|w| w == b"\r\n\r\n") {
+            return parse(&buf[..from + end]);
+        }
+        if buf.len() > max {
+            return Err(BadHead::TooLarge);
+        }
+    }
+}
+
+/// Parses the request line of a head (headers are not needed by any route).
+pub fn parse(head: &[u8]) -> Result<Head, BadHead> {
+    let line = head.split(|b| *b == b'\r').next().unwrap_or_default();
+    let line = std::str::from_utf8(line).map_err(|_| BadHead::Malformed)?;
+    let mut parts = line.split(' ');
+    let (Some(method), Some(target), Some(version), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err(BadHead::Malformed);
+    };
+    if !version.starts_with("HTTP/1.") || !target.starts_with('/') || method.is_empty() {
+        return Err(BadHead::Malformed);
+    }
+    let path = target.split('?').next().unwrap_or(target);
+    Ok(Head {
+        method: method.into(),
+        path: path.into(),
+    })
+}
+
+/// A complete answer.
+pub struct Answer {
+    status: u16,
+    content_type: &'static str,
+    body: Vec<u8>,
+}
+
+impl Answer {
+    /// An answer with a body of `content_type`.
+    pub fn new(status: u16, content_type: &'static str, body: Vec<u8>) -> Answer {
+        Answer {
+            status,
+            content_type,
+            body,
+        }
+    }
+
+    /// A plain-text answer.
+    pub fn text(status: u16, body: &str) -> Answer {
+        Answer::new(
+            status,
+            "text/plain; charset=utf-8",
+            body.as_bytes().to_vec(),
+        )
+    }
+
+    /// Writes the status line, headers and body.
+    pub async fn write_to(&self, stream: &mut Async<TcpStream>) -> std::io::Result<()> {
+        let reason = match self.status {
+            200 => "OK",
+            400 => "Bad Request",
+            404 => "Not Found",
+            405 => "Method Not Allowed",
+            431 => "Request Header Fields Too Large",
+            503 => "Service Unavailable",
+            _ => "Internal Server Error",
+        };
+        let head = format!(
+            "HTTP/1.1 {} {reason}\r\nContent-Type: {}\r\nContent-Length: {}\r\n\
+             Connection: close\r\n\r\n",
+            self.status,
+            self.content_type,
+            self.body.len()
+        );
+        stream.write_all(head.as_bytes()).await?;
+        stream.write_all(&self.body).await?;
+        stream.flush().await
+    }
+}
+
+/// Ends the connection after an answer: our side is shut, then what the client still
+/// sends is read and dropped (at most `max` bytes) until it closes too. Closing with
+/// unread input would reset the connection, and a reset can destroy the answer before
+/// the client reads it (a 431 to a client still sending its huge header).
+pub async fn linger_close(stream: &mut Async<TcpStream>, max: usize) {
+    let _ = stream.get_ref().shutdown(std::net::Shutdown::Write);
+    let mut chunk = [0u8; 1024];
+    let mut left = max;
+    while left > 0 {
+        match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => left = left.saturating_sub(n),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_line_gives_method_and_path_without_query() {
+        let h = parse(b"GET /metrics?x=1 HTTP/1.1\r\nHost: a").unwrap();
+        assert_eq!(h.method, "GET");
+        assert_eq!(h.path, "/metrics");
+    }
+
+    #[test]
+    fn malformed_request_lines_are_refused() {
+        for bad in [
+            &b""[..],
+            b"GET",
+            b"GET /",
+            b"GET / HTTP/1.1 extra",
+            b"GET metrics HTTP/1.1",
+            b"GET / SPDY/3",
+            b"\xff / HTTP/1.1",
+        ] {
+            assert!(matches!(parse(bad), Err(BadHead::Malformed)), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,442 @@
+//! `GET /metrics`: the Prometheus text format 0.0.4. kubelet's metric names where
+//! kubelet has one (`kubelet_runtime_operations_*`, `kubelet_pleg_relist_duration_seconds`,
+//! `kubelet_running_containers`, `kubelet_image_garbage_collected_total`, and the
+//! `container_*` of its `/metrics/resource`), kube-state-metrics' for restarts, and
+//! `tinylet_*` for what neither shows (see README.md, "Status endpoint").
+//!
+//! Counters come from [`crate::metrics`]; pod phases and restarts from the status files;
+//! container states, CPU and memory from the runtime (ListContainers and
+//! ListContainerStats, at most [`CRI_WAIT`] each: a slow runtime leaves them out).
+
+use super::http::Answer;
+use super::{process, Sources};
+use crate::cri::pb;
+use crate::kuberuntime::labels;
+use crate::metrics::{self, Histogram, PLEG_EVENTS};
+use crate::model::status::PodPhase;
+use crate::model::Object;
+use crate::store::{Kind, Store};
+use std::fmt::Write;
+use std::future::Future;
+use std::time::Duration;
+
+/// How long a scrape waits for each runtime call.
+const CRI_WAIT: Duration = Duration::from_secs(5);
+
+/// The text format's content type.
+const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// The metrics as text.
+pub async fn answer(src: &Sources) -> Answer {
+    let mut t = Text(String::with_capacity(16 << 10));
+    pods(&mut t, &src.ctx.cfg);
+    runtime(&mut t, src).await;
+    counters(&mut t);
+    #[cfg(feature = "uplink")]
+    if let Some(u) = &src.uplink {
+        uplink(&mut t, u.client.counters());
+        const DROPPED: &str = "tinylet_events_dropped_total";
+        t.family(
+            DROPPED,
+            "counter",
+            "Pod events dropped unsent (too many kept while the API server was away).",
+        );
+        t.sample(DROPPED, &[], src.ctx.events.dropped());
+    }
+    t.family(
+        "process_resident_memory_bytes",
+        "gauge",
+        "Resident memory size in bytes.",
+    );
+    t.sample(
+        "process_resident_memory_bytes",
+        &[],
+        process::resident_memory_bytes(),
+    );
+    t.family(
+        "process_cpu_seconds_total",
+        "counter",
+        "Total user and system CPU time spent in seconds.",
+    );
+    t.seconds("process_cpu_seconds_total", &[], process::cpu_nanos());
+    t.family(
+        "process_open_fds",
+        "gauge",
+        "Number of open file descriptors.",
+    );
+    t.sample("process_open_fds", &[], process::open_fds());
+    Answer::new(200, CONTENT_TYPE, t.0.into_bytes())
+}
+
+/// The text being written.
+struct Text(String);
+
+impl Text {
+    fn family(&mut self, name: &str, kind: &str, help: &str) {
+        let _ = write!(self.0, "# HELP {name} {help}\n# TYPE {name} {kind}\n");
+    }
+
+    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: u64) {
+        self.series(name, labels);
+        let _ = writeln!(self.0, " {value}");
+    }
+
+    /// A sample in seconds, from nanoseconds (integer formatting only).
+    fn seconds(&mut self, name: &str, labels: &[(&str, &str)], nanos: u64) {
+        self.series(name, labels);
+        let (s, n) = (nanos / 1_000_000_000, nanos % 1_000_000_000);
+        let _ = writeln!(self.0, " {s}.{n:09}");
+    }
+
+    /// `name{k="v",...}` with the values escaped.
+    fn series(&mut self, name: &str, labels: &[(&str, &str)]) {
+        self.0.push_str(name);
+        for (i, (k, v)) in labels.iter().enumerate() {
+            self.0.push(if i == 0 { '{' } else { ',' });
+            let _ = write!(self.0, "{k}=\"");
+            for c in v.chars() {
+                match c {
+                    '\\' => self.0.push_str("\\\\"),
+                    '"' => self.0.push_str("\\\""),
+                    '\n' => self.0.push_str("\\n"),
+                    c => self.0.push(c),
+                }
+            }
+            self.0.push('"');
+        }
+        if !labels.is_empty() {
+            self.0.push('}');
+        }
+    }
+
+    fn histogram(&mut self, name: &str, labels: &[(&str, &str)], h: &Histogram) {
+        let bucket = format!("{name}_bucket");
+        for (le, n) in h.cumulative().chain([("+Inf", h.count)]) {
+            let mut with_le = labels.to_vec();
+            with_le.push(("le", le));
+            self.sample(&bucket, &with_le, n);
+        }
+        self.seconds(&format!("{name}_sum"), labels, h.sum_nanos);
+        self.sample(&format!("{name}_count"), labels, h.count);
+    }
+}
+
+/// Pods by phase and container restarts, from the status files.
+fn pods(t: &mut Text, cfg: &crate::config::Config) {
+    const PHASES: [(PodPhase, &str); 5] = [
+        (PodPhase::Pending, "Pending"),
+        (PodPhase::Running, "Running"),
+        (PodPhase::Succeeded, "Succeeded"),
+        (PodPhase::Failed, "Failed"),
+        (PodPhase::Unknown, "Unknown"),
+    ];
+    let mut store = Store::open_read_only(cfg);
+    let mut phases = [0u64; 5];
+    const RESTARTS: &str = "kube_pod_container_status_restarts_total";
+    let mut restarts = Text(String::new());
+    for e in store.list(Kind::Pod) {
+        let Object::Pod(pod) = e.object else { continue };
+        let (ns, name) = (&pod.metadata.namespace, &pod.metadata.name);
+        let status = store.read_status(ns, name).unwrap_or_default();
+        let phase = status.phase.unwrap_or(PodPhase::Pending);
+        if let Some(i) = PHASES.iter().position(|(p, _)| *p == phase) {
+            phases[i] += 1;
+        }
+        for c in status
+            .init_container_statuses
+            .iter()
+            .chain(&status.container_statuses)
+        {
+            let labels = [
+                ("namespace", ns.as_str()),
+                ("pod", name),
+                ("container", &c.name),
+            ];
+            restarts.sample(RESTARTS, &labels, c.restart_count.max(0) as u64);
+        }
+    }
+    t.family(
+        "tinylet_pods",
+        "gauge",
+        "The node's pods by phase (as last written to their status).",
+    );
+    for ((_, name), n) in PHASES.iter().zip(phases) {
+        t.sample("tinylet_pods", &[("phase", name)], n);
+    }
+    t.family(
+        RESTARTS,
+        "counter",
+        "Restarts of each container of the node's pods.",
+    );
+    t.0.push_str(&restarts.0);
+}
+
+/// Waits at most [`CRI_WAIT`] for a runtime call; `None` when it failed or took longer.
+async fn bounded<T>(call: impl Future<Output = Result<T, crate::cri::CriError>>) -> Option<T> {
+    let late = async {
+        async_io::Timer::after(CRI_WAIT).await;
+        None
+    };
+    smol::future::or(async { call.await.ok() }, late).await
+}
+
+/// Containers by state, and each running container's CPU and memory, from the runtime.
+async fn runtime(t: &mut Text, src: &Sources) {
+    const STATES: [&str; 4] = ["created", "running", "exited", "unknown"];
+    let rt = &src.ctx.cri.runtime;
+    let ours = |l: &std::collections::BTreeMap<String, String>| l.contains_key(labels::POD_UID);
+    t.family(
+        "kubelet_running_containers",
+        "gauge",
+        "Number of containers currently running (by state, as the runtime reports them).",
+    );
+    if let Some(list) = bounded(rt.list_containers(None)).await {
+        let mut n = [0u64; 4];
+        for c in list.iter().filter(|c| ours(&c.labels)) {
+            n[(c.state as usize).min(3)] += 1;
+        }
+        for (state, n) in STATES.iter().zip(n) {
+            t.sample(
+                "kubelet_running_containers",
+                &[("container_state", state)],
+                n,
+            );
+        }
+    }
+    const CPU: &str = "container_cpu_usage_seconds_total";
+    const MEM: &str = "container_memory_working_set_bytes";
+    let stats = bounded(rt.list_container_stats(None))
+        .await
+        .unwrap_or_default();
+    fn key(s: &pb::ContainerStats) -> Option<[(&'static str, &str); 3]> {
+        let a = s.attributes.as_ref()?;
+        let get = |k| a.labels.get(k).map(String::as_str);
+        a.labels.get(labels::POD_UID)?;
+        Some([
+            ("container", get(labels::CONTAINER_NAME)?),
+            ("pod", get(labels::POD_NAME)?),
+            ("namespace", get(labels::POD_NAMESPACE)?),
+        ])
+    }
+    t.family(
+        CPU,
+        "counter",
+        "Cumulative CPU time consumed by the container in core-seconds.",
+    );
+    for s in &stats {
+        let cpu = s
+            .cpu
+            .as_ref()
+            .and_then(|c| c.usage_core_nano_seconds.as_ref());
+        if let (Some(k), Some(cpu)) = (key(s), cpu) {
+            t.seconds(CPU, &k, cpu.value);
+        }
+    }
+    t.family(
+        MEM,
+        "gauge",
+        "Current working set of the container in bytes.",
+    );
+    for s in &stats {
+        let mem = s.memory.as_ref().and_then(|m| m.working_set_bytes.as_ref());
+        if let (Some(k), Some(mem)) = (key(s), mem) {
+            t.sample(MEM, &k, mem.value);
+        }
+    }
+}
+
+/// kubelet's `operation_type` for a CRI method path: `/runtime.v1.RuntimeService/
+/// ListPodSandbox` gives `list_podsandbox`.
+fn operation_type(method: &str) -> String {
+    let name = method.rsplit('/').next().unwrap_or(method);
+    let mut out = String::with_capacity(name.len() + 4);
+    for c in name.chars() {
+        if c.is_ascii_uppercase() && !out.is_empty() {
+            out.push('_');
+        }
+        out.push(c.to_ascii_lowercase());
+    }
+    out.replace("pod_sandbox", "podsandbox")
+}
+
+/// The agent's own counters: CRI calls, relists, PLEG, GC, log rotation, state writes.
+fn counters(t: &mut Text) {
+    metrics::with(|m| {
+        let calls = m.cri.borrow();
+        let mut ops: Vec<(&str, u64, u64)> = Vec::new();
+        for c in calls.iter() {
+            let failed = if c.code == crate::cri::Code::Ok {
+                0
+            } else {
+                c.latency.count
+            };
+            match ops.iter_mut().find(|o| o.0 == c.method) {
+                Some(o) => {
+                    o.1 += c.latency.count;
+                    o.2 += failed;
+                }
+                None => ops.push((c.method, c.latency.count, failed)),
+            }
+        }
+        const OPS: &str = "kubelet_runtime_operations_total";
+        const ERRS: &str = "kubelet_runtime_operations_errors_total";
+        const DUR: &str = "kubelet_runtime_operations_duration_seconds";
+        t.family(
+            OPS,
+            "counter",
+            "Cumulative number of runtime operations by operation type.",
+        );
+        for (method, n, _) in &ops {
+            t.sample(OPS, &[("operation_type", &operation_type(method))], *n);
+        }
+        t.family(
+            ERRS,
+            "counter",
+            "Cumulative number of runtime operation errors by operation type.",
+        );
+        for (method, _, n) in &ops {
+            t.sample(ERRS, &[("operation_type", &operation_type(method))], *n);
+        }
+        t.family(
+            DUR,
+            "histogram",
+            "Duration in seconds of runtime operations, by operation type and gRPC code.",
+        );
+        for c in calls.iter() {
+            let op = operation_type(c.method);
+            t.histogram(
+                DUR,
+                &[("operation_type", &op), ("grpc_code", c.code.as_str())],
+                &c.latency,
+            );
+        }
+        const RELIST: &str = "kubelet_pleg_relist_duration_seconds";
+        t.family(
+            RELIST,
+            "histogram",
+            "Duration in seconds for relisting pods in PLEG.",
+        );
+        t.histogram(RELIST, &[], &m.relist.borrow());
+        const PLEG: &str = "tinylet_pleg_events_total";
+        t.family(
+            PLEG,
+            "counter",
+            "Events the PLEG found between two relists, by kind.",
+        );
+        for (kind, n) in PLEG_EVENTS.iter().zip(&m.pleg_events) {
+            t.sample(PLEG, &[("event", kind)], n.get());
+        }
+        let plain = [
+            (
+                "tinylet_image_gc_runs_total",
+                "Image garbage collection passes.",
+                &m.image_gc_runs,
+            ),
+            (
+                "tinylet_image_gc_freed_bytes_total",
+                "Bytes freed by removing images.",
+                &m.image_gc_freed_bytes,
+            ),
+            (
+                "tinylet_container_log_rotations_total",
+                "Container log files rotated.",
+                &m.log_rotations,
+            ),
+            (
+                "tinylet_container_log_rotated_bytes_total",
+                "Bytes of container log files when they were rotated.",
+                &m.log_rotated_bytes,
+            ),
+            (
+                "tinylet_state_dir_written_bytes_total",
+                "Bytes written to files in the state directory (flash wear).",
+                &m.state_written_bytes,
+            ),
+            (
+                "tinylet_state_dir_written_files_total",
+                "Files written to the state directory (flash wear).",
+                &m.state_written_files,
+            ),
+        ];
+        for (name, help, v) in plain {
+            t.family(name, "counter", help);
+            t.sample(name, &[], v.get());
+        }
+        const GC: &str = "kubelet_image_garbage_collected_total";
+        t.family(
+            GC,
+            "counter",
+            "Images removed by the image garbage collector, by reason.",
+        );
+        t.sample(GC, &[("reason", "space")], m.image_gc_removed.get());
+    })
+}
+
+/// The uplink's bytes on the wire and reconnects.
+#[cfg(feature = "uplink")]
+fn uplink(t: &mut Text, c: crate::uplink::counters::Snapshot) {
+    let figures = [
+        (
+            "tinylet_uplink_sent_bytes_total",
+            "Bytes sent to the API server (TLS included).",
+            c.bytes_sent,
+        ),
+        (
+            "tinylet_uplink_received_bytes_total",
+            "Bytes received from the API server (TLS included).",
+            c.bytes_received,
+        ),
+        (
+            "tinylet_uplink_reconnects_total",
+            "Times the connection to the API server was established again.",
+            c.reconnects,
+        ),
+    ];
+    for (name, help, v) in figures {
+        t.family(name, "counter", help);
+        t.sample(name, &[], v);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operation_types_are_kubelets() {
+        let cases = [
+            (
+                "/runtime.v1.RuntimeService/ListPodSandbox",
+                "list_podsandbox",
+            ),
+            ("/runtime.v1.RuntimeService/RunPodSandbox", "run_podsandbox"),
+            (
+                "/runtime.v1.RuntimeService/ContainerStatus",
+                "container_status",
+            ),
+            ("/runtime.v1.ImageService/ImageFsInfo", "image_fs_info"),
+            ("/runtime.v1.RuntimeService/Version", "version"),
+        ];
+        for (method, want) in cases {
+            assert_eq!(operation_type(method), want);
+        }
+    }
+
+    #[test]
+    fn samples_escape_label_values_and_histograms_are_cumulative() {
+        let mut t = Text(String::new());
+        t.sample("m", &[("a", "x\"y\\z\nw"), ("b", "c")], 15);
+        t.seconds("s", &[], 1_500_000_000);
+        assert_eq!(t.0, "m{a=\"x\\\"y\\\\z\\nw\",b=\"c\"} 15\ns 1.500000000\n");
+        let mut h = Histogram::default();
+        h.observe(Duration::from_millis(20));
+        h.observe(Duration::from_secs(60));
+        let mut t = Text(String::new());
+        t.histogram("d", &[("op", "v")], &h);
+        assert!(t.0.starts_with("d_bucket{op=\"v\",le=\"0.005\"} 0\n"));
+        assert!(t.0.contains("d_bucket{op=\"v\",le=\"0.025\"} 1\n"));
+        assert!(t.0.contains(
+            "d_bucket{op=\"v\",le=\"+Inf\"} 2\nd_sum{op=\"v\"} 60.020000000\nd_count{op=\"v\"} 2\n"
+        ));
+    }
+}

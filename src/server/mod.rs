@@ -1,0 +1,104 @@
+//! The local status endpoint on `statusAddress`: `GET /healthz`, `GET /pods` and
+//! `GET /metrics` over a small HTTP/1.1 server of our own (one request per connection,
+//! `Connection: close`), on the agent's executor: no thread, no polling task. While
+//! nobody connects, the accept waits in the reactor and costs no CPU.
+//!
+//! Bounded against what a client can do: at most [`MAX_CONNECTIONS`] connections (a
+//! new one past that closes the oldest, so idle or slow clients cannot lock others
+//! out), a request head of at most [`MAX_HEAD`] bytes (past it: 431 and close), and
+//! [`DEADLINE`] for a whole connection (a client sending one byte a second is cut off).
+//! A bad request gets a 4xx answer, never a panic.
+
+mod http;
+mod metrics_text;
+mod pods;
+mod process;
+mod routes;
+
+use crate::agent::context::Context;
+use async_io::{Async, Timer};
+use smol::Task;
+use std::collections::VecDeque;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::rc::Rc;
+use std::time::Duration;
+
+/// Connections served at once; the oldest is closed for a new one past this.
+pub const MAX_CONNECTIONS: usize = 32;
+/// Largest request head (request line and headers) accepted.
+pub const MAX_HEAD: usize = 8 << 10;
+/// What is read and dropped after an answer, at most, before closing (see
+/// `http::linger_close`).
+const LINGER_BYTES: usize = 64 << 10;
+/// Time a connection may take, from accept to the last byte of the answer.
+pub const DEADLINE: Duration = Duration::from_secs(10);
+
+/// What the endpoint reads: the agent's shared state and, with the uplink, its client.
+pub struct Sources {
+    /// The agent's config, store and CRI client.
+    pub ctx: Rc<Context>,
+    /// The uplink (for its byte and reconnect counters), when the agent joined a cluster.
+    #[cfg(feature = "uplink")]
+    pub uplink: Option<Rc<crate::uplink::agent::Uplink>>,
+}
+
+/// Binds `addr` and serves it on the executor for as long as the agent runs. A bind
+/// that fails is logged and the agent goes on without the endpoint: the pods matter more.
+pub fn start(addr: SocketAddr, src: Sources) {
+    let listener = match TcpListener::bind(addr).and_then(Async::new) {
+        Ok(l) => l,
+        Err(e) => {
+            log::error!("statusAddress {addr}: cannot listen: {e}; no status endpoint");
+            return;
+        }
+    };
+    if addr.ip().is_loopback() {
+        log::info!("status endpoint on http://{addr}/ (healthz, pods, metrics)");
+    } else {
+        log::warn!(
+            "status endpoint on http://{addr}/, a non-loopback address \
+             (statusAllowNonLoopback): anyone who reaches it sees the pods and metrics"
+        );
+    }
+    crate::rt::spawn(serve(listener, Rc::new(src))).detach();
+}
+
+/// Accepts connections forever, one task each, at most [`MAX_CONNECTIONS`] at once.
+async fn serve(listener: Async<TcpListener>, src: Rc<Sources>) {
+    let mut live: VecDeque<Task<()>> = VecDeque::new();
+    loop {
+        let stream = match listener.accept().await {
+            Ok((s, _)) => s,
+            Err(e) => {
+                // Out of file descriptors, say: let others close theirs first.
+                log::debug!("status endpoint: accept: {e}");
+                Timer::after(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        live.retain(|t| !t.is_finished());
+        if live.len() >= MAX_CONNECTIONS {
+            drop(live.pop_front()); // cancels it: its socket closes
+        }
+        live.push_back(crate::rt::spawn(connection(stream, src.clone())));
+    }
+}
+
+/// Reads one request, answers it and closes, all within [`DEADLINE`].
+async fn connection(mut stream: Async<TcpStream>, src: Rc<Sources>) {
+    let served = async {
+        let answer = match http::read_head(&mut stream, MAX_HEAD).await {
+            Ok(head) => routes::answer(&src, &head).await,
+            Err(http::BadHead::Closed) => return,
+            Err(bad) => bad.answer(),
+        };
+        match answer.write_to(&mut stream).await {
+            Ok(()) => http::linger_close(&mut stream, LINGER_BYTES).await,
+            Err(e) => log::debug!("status endpoint: writing the answer: {e}"),
+        }
+    };
+    smol::future::or(served, async {
+        Timer::after(DEADLINE).await;
+    })
+    .await;
+}

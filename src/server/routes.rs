@@ -1,0 +1,25 @@
+//! The endpoint's routes: which answer each request gets.
+
+use super::http::{Answer, Head};
+use super::{metrics_text, pods, Sources};
+
+/// The answer to `head`: the route's, 404 for other paths, 405 for methods other than GET.
+pub async fn answer(src: &Sources, head: &Head) -> Answer {
+    if head.method != "GET" {
+        return Answer::text(405, "only GET is served\n");
+    }
+    match head.path.as_str() {
+        "/healthz" => healthz(src),
+        "/pods" => pods::answer(&src.ctx.cfg),
+        "/metrics" => metrics_text::answer(src).await,
+        _ => Answer::text(404, "not found; served: /healthz, /pods, /metrics\n"),
+    }
+}
+
+/// 200 `ok` while the sync loop ticks and relists; 503 with the reason otherwise.
+fn healthz(src: &Sources) -> Answer {
+    match crate::metrics::health::check(src.ctx.cfg.pleg_period) {
+        Ok(()) => Answer::text(200, "ok\n"),
+        Err(why) => Answer::text(503, &format!("{why}\n")),
+    }
+}
