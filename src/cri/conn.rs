@@ -142,7 +142,7 @@ impl Channel {
         let start = Instant::now();
         let result = self.call_within(method, body, timeout).await;
         let code = result.as_ref().map_or_else(|e| e.code(), |_| Code::Ok);
-        crate::metrics::cri_call(method, code, start.elapsed());
+        crate::metrics::cri_call(method, code.as_str(), start.elapsed());
         result
     }
 

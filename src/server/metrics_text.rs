@@ -265,7 +265,7 @@ fn counters(t: &mut Text) {
         let calls = m.cri.borrow();
         let mut ops: Vec<(&str, u64, u64)> = Vec::new();
         for c in calls.iter() {
-            let failed = if c.code == crate::cri::Code::Ok {
+            let failed = if c.code == crate::cri::Code::Ok.as_str() {
                 0
             } else {
                 c.latency.count
@@ -306,7 +306,7 @@ fn counters(t: &mut Text) {
             let op = operation_type(c.method);
             t.histogram(
                 DUR,
-                &[("operation_type", &op), ("grpc_code", c.code.as_str())],
+                &[("operation_type", &op), ("grpc_code", c.code)],
                 &c.latency,
             );
         }
