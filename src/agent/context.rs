@@ -28,10 +28,10 @@ pub struct Context {
     pub silent_registries: SilentRegistries,
     /// The service-account tokens of the cluster's pods (in memory only).
     #[cfg(feature = "uplink")]
-    pub tokens: crate::uplink::tokens::Tokens,
+    pub tokens: super::tokens::Tokens,
     /// Pod events for the cluster (in memory only; sent by the uplink).
     #[cfg(feature = "uplink")]
-    pub events: crate::uplink::events::Recorder,
+    pub events: super::events::Recorder,
 }
 
 impl Context {

@@ -4,6 +4,8 @@ pub mod actions;
 pub mod backoff;
 pub mod context;
 pub mod deadline;
+#[cfg(feature = "uplink")]
+pub mod events;
 pub mod handler;
 pub mod hooks;
 pub mod host;
@@ -17,4 +19,6 @@ pub mod pleg;
 pub mod probe;
 pub mod silent_registries;
 pub mod sync_loop;
+#[cfg(feature = "uplink")]
+pub mod tokens;
 pub mod worker;

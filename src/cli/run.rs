@@ -69,7 +69,7 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
         wait_for_runtime(&ctx).await;
         #[cfg(feature = "uplink")]
         if let Some(u) = &uplink {
-            crate::uplink::agent::start(u);
+            crate::uplink::tasks::start(u);
         }
         SyncLoop::new(ctx).run().await;
     });

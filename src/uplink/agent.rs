@@ -1,6 +1,7 @@
 //! The uplink inside the running agent: one [`Uplink`] per agent, holding the API
 //! client (one HTTP/2 connection) and the agent's [`Context`], shared by the uplink's
-//! tasks (node registration and lease, the pod source, status sync, ...). Each task is
+//! tasks (node registration and lease, the pod source, status sync, ...), which
+//! [`super::tasks`] starts. Each task is
 //! spawned on the agent's one executor and never ends the agent: while the API server
 //! is away they retry with back-off and the pods keep running from the store.
 
@@ -38,21 +39,4 @@ pub fn new(ctx: &Rc<Context>) -> Result<Option<Rc<Uplink>>, SetupError> {
         node_name: ctx.host.node_name.clone(),
         ctx: ctx.clone(),
     })))
-}
-
-/// Spawns the uplink's tasks on the agent's executor; they run as long as the agent.
-pub fn start(uplink: &Rc<Uplink>) {
-    // Each piece of the uplink adds its task here.
-    crate::rt::spawn(super::node::run(uplink.clone())).detach();
-    crate::rt::spawn(super::events_post::run(uplink.clone())).detach();
-    start_pods(uplink);
-}
-
-/// The pod side: the pod source (with the configMap and secret watches) and status up
-/// (with the mirror pods of the local pods).
-fn start_pods(uplink: &Rc<Uplink>) {
-    let bound = Rc::new(super::pods_bound::Bound::default());
-    let wake = uplink.ctx.store.borrow_mut().subscribe_status();
-    super::pods::start(uplink.clone(), bound.clone()).detach();
-    crate::rt::spawn(super::status::run(uplink.clone(), bound, wake)).detach();
 }

@@ -1,4 +1,4 @@
-//! Sends the recorded pod events ([`super::events`]) to the API server: a new event is
+//! Sends the recorded pod events ([`crate::agent::events`]) to the API server: a new event is
 //! created (`POST .../events`), a repeat patches the count and last time of the same
 //! object. Sends are batched: after a batch the sender waits [`PACE`], so a
 //! crash-looping pod costs at most one patch per event per `PACE` however often it
@@ -8,7 +8,7 @@
 use super::agent::Uplink;
 use super::client::PatchType;
 use super::error::ApiError;
-use super::events::Event;
+use crate::agent::events::Event;
 use crate::model::time::format_rfc3339;
 use serde_json::{json, Value};
 use smol::Timer;
