@@ -1,10 +1,10 @@
 //! `tinylet get`: what the device should run and what the agent last saw, kubectl-style.
 //!
-//! - `get pods [NAME...] [-A | -n NS] [-o json|wide]`: NAMESPACE (with `-A`), NAME,
+//! - `get pods [NAME...] [-A | -n NS] [-o json|yaml|wide]`: NAMESPACE (with `-A`), NAME,
 //!   READY, STATUS, RESTARTS, AGE from the store and the status files; `wide` adds IP,
 //!   NODE and SOURCE (`state`, the firmware manifest file, or `cluster`: bound to this
 //!   node in the cluster it joined).
-//! - `get pod NS/NAME [-o json]`: one pod; JSON includes its last status.
+//! - `get pod NS/NAME [-o json|yaml]`: one pod, with its last status.
 //! - `get configmaps|secrets [-A | -n NS] [-o json]`: NAME, (TYPE,) DATA, AGE.
 //! - `get node [-o json]`: node name, runtime endpoint, pod counts.
 //!
@@ -32,6 +32,7 @@ enum Format {
     Table,
     Wide,
     Json,
+    Yaml,
 }
 
 /// Which namespaces to show.
@@ -49,9 +50,10 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
         None => Format::Table,
         Some("wide") => Format::Wide,
         Some("json") => Format::Json,
+        Some("yaml") => Format::Yaml,
         Some(other) => {
             return Err(CliError::usage(format!(
-                "get: unknown output format {other:?}; expected json or wide"
+                "get: unknown output format {other:?}; expected json, yaml or wide"
             )))
         }
     };
@@ -80,7 +82,7 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
     let entries = select(&mut store, kind, &scope, names, namespace)?;
     let now = SystemTime::now();
     match format {
-        Format::Json => print_json(&store, &entries, names.len() == 1),
+        Format::Json | Format::Yaml => print_object(&store, &entries, names.len() == 1, format),
         _ if entries.is_empty() => {
             match scope {
                 Scope::All => eprintln!("No resources found"),
@@ -245,8 +247,14 @@ fn source(origin: &Origin) -> String {
     }
 }
 
-/// Prints one object (when one was named) or a v1 List; pods carry their last status.
-fn print_json(store: &Store, entries: &[Entry], single: bool) -> Result<(), CliError> {
+/// Prints one object (when one was named) or a v1 List, as JSON or YAML; pods carry
+/// their last status.
+fn print_object(
+    store: &Store,
+    entries: &[Entry],
+    single: bool,
+    format: Format,
+) -> Result<(), CliError> {
     let items: Vec<serde_json::Value> = entries
         .iter()
         .map(|e| match &e.object {
@@ -269,10 +277,18 @@ fn print_json(store: &Store, entries: &[Entry], single: bool) -> Result<(), CliE
             "items": items,
         }),
     };
-    let text = serde_json::to_string_pretty(&value)
-        .map_err(|e| CliError::failed(format!("encoding JSON: {e}")))?;
-    emit(&format!("{text}\n"));
+    emit(&render(&value, format)?);
     Ok(())
+}
+
+/// `value` as pretty JSON or YAML, ending with a newline.
+fn render(value: &serde_json::Value, format: Format) -> Result<String, CliError> {
+    if format == Format::Yaml {
+        return Ok(crate::model::yaml::to_yaml(value));
+    }
+    let text = serde_json::to_string_pretty(value)
+        .map_err(|e| CliError::failed(format!("encoding JSON: {e}")))?;
+    Ok(format!("{text}\n"))
 }
 
 /// `get node`: what this node is and how many pods it should run.
@@ -293,7 +309,7 @@ fn node(cfg: &Config, store: &mut Store, format: Format) -> Result<(), CliError>
         .count();
     let name = node_name(cfg);
     let version = format!("tinylet/v{}", env!("CARGO_PKG_VERSION"));
-    if format == Format::Json {
+    if matches!(format, Format::Json | Format::Yaml) {
         let v = serde_json::json!({
             "name": name,
             "runtimeEndpoint": cfg.runtime_endpoint,
@@ -302,9 +318,7 @@ fn node(cfg: &Config, store: &mut Store, format: Format) -> Result<(), CliError>
             "pods": {"desired": pods.len(), "running": running, "firmware": firmware},
             "version": version,
         });
-        let text = serde_json::to_string_pretty(&v)
-            .map_err(|e| CliError::failed(format!("encoding JSON: {e}")))?;
-        emit(&format!("{text}\n"));
+        emit(&render(&v, format)?);
         return Ok(());
     }
     let mut table = Table::new(&["NAME", "PODS", "RUNNING", "FIRMWARE", "RUNTIME", "VERSION"]);

@@ -11,6 +11,7 @@ pub mod cri;
 pub mod delete;
 pub mod exec;
 pub mod get;
+pub mod help;
 pub mod logs;
 pub mod output;
 pub mod pod_summary;
@@ -57,23 +58,7 @@ impl CliError {
 /// Options every subcommand accepts.
 pub const GLOBAL_VALUE_OPTS: &[&str] = &["config", "state-dir"];
 
-const USAGE: &str = "usage: tinylet <command> [options]
-
-commands:
-  run                      run the agent
-  apply -f FILE|-          create or update a pod, configmap or secret
-  delete pod|configmap|secret NS/NAME
-  get pods|pod NS/NAME|node [-o json]
-  logs NS/NAME [-c C] [--previous] [-f]
-  exec NS/NAME [-c C] -- CMD...
-  cri version|pods|ps|images|imagefs   talk to the runtime directly (like crictl)
-  check-config FILE [--connect]   validate a config and print the effective values
-  version                  print the version
-
-options for every command:
-  --config FILE            config file (default /etc/tinylet/config.json)
-  --state-dir DIR          override the config's stateDir
-";
+use help::USAGE;
 
 /// Runs the command line `args` (without the program name); returns the exit code.
 pub fn main(args: Vec<String>) -> i32 {
@@ -81,6 +66,18 @@ pub fn main(args: Vec<String>) -> i32 {
         eprint!("{USAGE}");
         return 2;
     };
+    if help::asked(rest) {
+        return match help::of(cmd) {
+            Some(text) => {
+                output::emit(text);
+                0
+            }
+            None => {
+                eprint!("error: unknown command {cmd:?}\n{USAGE}");
+                2
+            }
+        };
+    }
     // The agent logs at its config's level; operator commands only warn.
     if cmd != "run" {
         init_logging("warn");
@@ -97,10 +94,15 @@ pub fn main(args: Vec<String>) -> i32 {
         "delete" => delete::run(rest),
         "get" => get::run(rest),
         "logs" => logs::run(rest),
-        "help" | "--help" | "-h" => {
-            output::emit(USAGE);
-            Ok(())
-        }
+        "help" | "--help" | "-h" => match rest.first() {
+            None => {
+                output::emit(USAGE);
+                Ok(())
+            }
+            Some(c) => help::of(c)
+                .map(output::emit)
+                .ok_or_else(|| CliError::usage(format!("unknown command {c:?}\n{USAGE}"))),
+        },
         "cri" => cri::run(rest),
         other => Err(CliError::usage(format!(
             "unknown command {other:?}\n{USAGE}"
