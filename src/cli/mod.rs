@@ -17,6 +17,7 @@ pub mod output;
 pub mod pod_summary;
 pub mod run;
 pub mod table;
+pub mod terminating;
 
 use crate::config::{Config, DEFAULT_CONFIG_PATH};
 use args::Args;
@@ -118,19 +119,33 @@ pub fn main(args: Vec<String>) -> i32 {
     }
 }
 
-/// Logs go to stderr through env_logger; RUST_LOG overrides the default level.
+/// Logs go to stderr through env_logger; RUST_LOG overrides the default level. Each
+/// line starts with an RFC 3339 UTC time with milliseconds, formatted here: env_logger's
+/// own timestamps need its `humantime` feature (a date-time crate), for one format.
 pub fn init_logging(default_level: &str) {
+    use std::io::Write;
     let env = env_logger::Env::default().default_filter_or(default_level);
     let _ = env_logger::Builder::from_env(env)
-        .format_timestamp_millis()
+        .format(|buf, r| {
+            let now = crate::model::time::format_rfc3339_millis(std::time::SystemTime::now());
+            let (level, target) = (r.level(), r.target());
+            writeln!(buf, "[{now} {level:<5} {target}] {}", r.args())
+        })
         .try_init();
 }
 
 /// Loads the config named by `--config` (or the default path, where a missing file means
-/// defaults) and applies `--state-dir`.
+/// defaults, said on stderr: an empty world must not look like a real one) and applies
+/// `--state-dir`.
 pub fn load_config(args: &Args) -> Result<Config, CliError> {
     let explicit = args.value(&["config"]);
     let path = PathBuf::from(explicit.unwrap_or(DEFAULT_CONFIG_PATH));
+    if explicit.is_none() && !path.exists() {
+        eprintln!(
+            "warning: {DEFAULT_CONFIG_PATH} does not exist; using the built-in defaults \
+             (give --config FILE)"
+        );
+    }
     let mut cfg =
         Config::load_or_default(&path, explicit.is_some()).map_err(|e| CliError::usage(e.0))?;
     if let Some(dir) = args.value(&["state-dir"]) {
