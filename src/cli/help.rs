@@ -79,8 +79,8 @@ example: tinylet logs default/hello -c web --tail 20
   -c, --container C        the container (needed when the pod has several)
       --timeout D          stop the command after D (e.g. 30s)
 Options go before `--`; everything after it is the command. The command's stdout and
-stderr are relayed and tinylet exits with the command's own exit code (1 or 2 when
-tinylet itself fails before running it).
+stderr are relayed and tinylet exits with the command's own exit code (when tinylet
+itself fails before running it: 1 failed, 2 usage, 3 pod not found).
 example: tinylet exec default/hello -- cat /www/index.html
 ",
     ),
