@@ -379,3 +379,60 @@ fn hostile_yaml_is_refused_within_time_and_memory_bounds() {
     let out = tl(&s, &["get", "pods", "-A"]);
     assert!(out.stdout.is_empty(), "{}", out.stdout);
 }
+
+#[test]
+fn firmware_manifest_dirs_read_yaml_and_name_what_they_skip() {
+    let s = Scratch::new("firmware");
+    let fw = s.0.join("fw");
+    s.file(
+        "fw/10-pods.yaml",
+        &format!("{}---\n{}", pod("fw-a"), pod("fw-b")),
+    );
+    s.file(
+        "fw/20-cm.yml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: fw-cm}\n",
+    );
+    s.file(
+        "fw/30-bad.yaml",
+        &pod("fw-bad").replace("image: busybox", "image: \"\""),
+    );
+    s.file("fw/notes.txt", "not a manifest");
+    let cfg = serde_json::json!({ "manifestDirs": [fw] });
+    s.file("config.json", &cfg.to_string());
+    let out = tl(&s, &["get", "pods", "-o", "wide"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let file = s.path("fw/10-pods.yaml");
+    for name in ["fw-a", "fw-b"] {
+        let row = out
+            .stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{name} ")));
+        let row = row.unwrap_or_else(|| panic!("{name} missing: {}", out.stdout));
+        assert!(row.ends_with(&file), "{row}");
+    }
+    assert!(!out.stdout.contains("fw-bad"), "{}", out.stdout);
+    let cms = tl(&s, &["get", "configmaps"]);
+    assert!(cms.stdout.contains("fw-cm"), "{}", cms.stdout);
+    // Logged (with an RFC 3339 millisecond time): the bad document, the other file.
+    let line = |what: &str| {
+        let l = out.stderr.lines().find(|l| l.contains(what));
+        l.unwrap_or_else(|| panic!("no {what:?} in {}", out.stderr))
+            .to_string()
+    };
+    let bad = line(&format!(
+        "{}: document 1: spec.containers[0].image",
+        s.path("fw/30-bad.yaml")
+    ));
+    let skipped = line(&format!(
+        "{}: not a *.json, *.yaml or *.yml file",
+        s.path("fw/notes.txt")
+    ));
+    for l in [bad, skipped] {
+        let ts = l
+            .strip_prefix('[')
+            .and_then(|l| l.split(' ').next())
+            .unwrap_or("");
+        assert!(ts.len() == 24 && ts.ends_with('Z'), "{l}");
+        assert!(tinylet::model::time::parse_rfc3339(ts).is_ok(), "{l}");
+    }
+}
