@@ -94,12 +94,14 @@ fn string(out: &mut String, s: &str) {
 }
 
 /// Names, images, paths and URLs stay readable; anything YAML could read differently
-/// (a number, a boolean, an indicator, `: ` or ` #`) is quoted.
+/// (a number, a boolean, an indicator, `: ` or ` #`) is quoted, and so is a leading
+/// digit with `-` or `:` (YAML 1.1 tools read `2026-12-01` as a date, `1:20` as 80).
 fn plain_is_safe(s: &str) -> bool {
     let Some(first) = s.chars().next() else {
         return false;
     };
     (first.is_ascii_alphanumeric() || first == '/')
+        && !(first.is_ascii_digit() && s.contains(['-', ':']))
         && !s.ends_with(':')
         && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_./=:+@,".contains(c))
@@ -201,6 +203,11 @@ mod tests {
         }
         assert_eq!(to_yaml(&json!({"a": "yes"})), "a: \"yes\"\n");
         assert_eq!(to_yaml(&json!({"a": "web-1"})), "a: web-1\n");
+        assert_eq!(
+            to_yaml(&json!({"t": "2026-12-01T00:00:00Z"})),
+            "t: \"2026-12-01T00:00:00Z\"\n"
+        );
+        assert_eq!(to_yaml(&json!({"m": "64Mi"})), "m: 64Mi\n");
     }
 
     #[test]
