@@ -82,14 +82,10 @@ fn yaml_documents(source: &str, bytes: &[u8]) -> Vec<Result<Object, ModelError>>
     }
 }
 
-/// Whether a JSON document's top-level `kind` is `List` (read without building values).
+/// Whether a JSON document's top-level `kind` is `List` (read without building values,
+/// with the decoder `parse_object` has anyway).
 fn is_json_list(bytes: &[u8]) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Kind {
-        #[serde(default)]
-        kind: String,
-    }
-    serde_json::from_slice::<Kind>(bytes).is_ok_and(|k| k.kind == "List")
+    serde_json::from_slice::<super::meta::TypeMeta>(bytes).is_ok_and(|t| t.kind == "List")
 }
 
 /// The objects of decoded documents; `numbered` prefixes `document N` (YAML).
@@ -129,7 +125,8 @@ fn from_value(label: &str, v: &Value) -> Result<Object, ModelError> {
             "expected a mapping (a v1 Pod, ConfigMap, Secret or List)",
         ));
     }
-    let bytes = serde_json::to_vec(v).map_err(|e| ModelError::one(label, e))?;
+    // Pretty, as `get -o json` writes: one serializer in the binary, not two.
+    let bytes = serde_json::to_vec_pretty(v).map_err(|e| ModelError::one(label, e))?;
     parse_object_at(label, &bytes, Positions::Hidden)
 }
 

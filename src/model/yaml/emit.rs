@@ -79,18 +79,31 @@ fn scalar(out: &mut String, v: &Value) {
         Value::String(s) => string(out, s),
         Value::Object(_) => out.push_str("{}"),
         Value::Array(_) => out.push_str("[]"),
-        // null, booleans and numbers print the same in JSON and YAML.
-        v => out.push_str(&v.to_string()),
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => out.push_str(&n.to_string()),
     }
 }
 
-/// `s` plain when that reads back as the same string, else double-quoted.
+/// `s` plain when that reads back as the same string, else double-quoted with JSON's
+/// escapes (a subset of YAML's).
 fn string(out: &mut String, s: &str) {
     if plain_is_safe(s) {
         out.push_str(s);
-    } else {
-        out.push_str(&Value::String(s.to_string()).to_string());
+        return;
     }
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
 }
 
 /// Names, images, paths and URLs stay readable; anything YAML could read differently
