@@ -29,18 +29,15 @@ const COMMANDS: &[(&str, &str)] = &[
     (
         "run",
         "usage: tinylet run [--config FILE] [--state-dir DIR]
-Runs the agent in the foreground until stopped; needs the config file (no defaults).
+Runs the agent until stopped; the config file must exist.
 example: tinylet run --config /etc/tinylet/config.json
 ",
     ),
     (
         "apply",
         "usage: tinylet apply -f FILE|DIR|-
-  -f, --filename FILE      a .json, .yaml or .yml file (several YAML documents and
-                           kind: List too), a directory of them, or - for stdin
-                           (JSON when it starts with '{', else YAML)
-Prints KIND/NAME created|configured|unchanged|replaced per object. Exit 2 when a
-manifest is refused (the message names the file, document and field).
+  -f, --filename FILE      a .json/.yaml/.yml file (YAML documents, kind: List),
+                           a directory of them, or - (stdin, JSON if it starts with {)
 example: tinylet apply -f examples/pods/hello.yaml
 ",
     ),
@@ -48,7 +45,6 @@ example: tinylet apply -f examples/pods/hello.yaml
         "delete",
         "usage: tinylet delete pod|configmap|secret NS/NAME... | KIND NAME... -n NS | KIND/NAME...
   -n, --namespace NS       namespace of names without one (default: default)
-The pod shows as Terminating in get pods until its containers are gone.
 example: tinylet delete pod default/hello
 ",
     ),
@@ -78,9 +74,8 @@ example: tinylet logs default/hello -c web --tail 20
         "usage: tinylet exec NS/NAME [-c C] [--timeout D] [--config FILE] -- CMD [ARGS...]
   -c, --container C        the container (needed when the pod has several)
       --timeout D          stop the command after D (e.g. 30s)
-Options go before `--`; everything after it is the command. The command's stdout and
-stderr are relayed and tinylet exits with the command's own exit code (when tinylet
-itself fails before running it: 1 failed, 2 usage, 3 pod not found).
+Options go before `--`, the command after it. Exits with the command's exit code
+(before it runs, tinylet's own: 1 failed, 2 usage, 3 not found).
 example: tinylet exec default/hello -- cat /www/index.html
 ",
     ),
@@ -96,8 +91,8 @@ example: tinylet cri ps -a
     (
         "check-config",
         "usage: tinylet check-config FILE [--state-dir DIR] [--connect]
-Validates FILE as `tinylet run` reads it, prints the effective values as JSON (every
-default filled in, nodeName the host name when unset); exit 2 naming the field if bad.
+Validates FILE and prints the effective values as JSON (nodeName: the host name
+when unset).
       --connect            with apiServer: also connect and look up the Node
 example: tinylet check-config /etc/tinylet/config.json
 ",
