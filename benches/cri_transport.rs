@@ -78,6 +78,11 @@ fn main() {
     let sock = dir.join("bench.sock");
     start_server_thread(sock.clone());
     let ch = Channel::new(sock.to_str().unwrap_or_default()).expect("channel");
+    if !full {
+        println!(
+            "smoke run (cargo test, unoptimised): figures are not the bench's; see make bench"
+        );
+    }
     println!(
         "{:<28} {:>7} {:>10} {:>12} {:>12} {:>12}",
         "transport row", "calls", "calls/s", "cpu/call", "allocs/call", "bytes/call"

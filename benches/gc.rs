@@ -224,6 +224,11 @@ fn main() {
     let cpu = thread_cpu() - cpu0;
     let (allocs, bytes) = (ALLOCS.load(Relaxed) - a0, BYTES.load(Relaxed) - b0);
     black_box(sink);
+    if !std::env::args().any(|a| a == "--bench") {
+        println!(
+            "smoke run (cargo test, unoptimised): figures are not the bench's; see make bench"
+        );
+    }
     println!("gc pass policy over {IMAGES} images, {CONTAINERS} containers, {PODS} sandboxes (mean of {N} passes):");
     println!(
         "  decisions: {} images to remove, {} dead containers, {} sandboxes",

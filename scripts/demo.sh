@@ -31,12 +31,21 @@ tinylet() {
 	"$BIN" "$cmd" --config "$CONFIG" "$@"
 }
 
-stop_agent() {
+# The pid of the demo's agent when it runs, else nothing. Only our agent: the pid must
+# still be a tinylet run with our config.
+agent_pid() {
 	local pid
 	[ -f "$DIR/agent.pid" ] || return 0
 	pid=$(cat "$DIR/agent.pid")
-	# Only our agent: the pid must still be a tinylet run with our config.
 	if tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "tinylet run --config $CONFIG"; then
+		echo "$pid"
+	fi
+}
+
+stop_agent() {
+	local pid
+	pid=$(agent_pid)
+	if [ -n "$pid" ]; then
 		kill "$pid"
 		for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 	fi
@@ -44,9 +53,15 @@ stop_agent() {
 }
 
 down() {
+	if [ ! -d "$DIR" ]; then
+		echo "demo: nothing running (no demo in $DIR)"
+		return 0
+	fi
+	local was
+	was=$([ -n "$(agent_pid)" ] && echo "stopped the agent" || echo "the agent was not running")
 	stop_agent
 	"$HARNESS/containerd.sh" down "$DIR"
-	echo "demo: stopped the agent and removed $DIR"
+	echo "demo: $was; removed $DIR"
 }
 
 # The pod's phase from `get pod -o json` (no jq on a fresh machine: the first "phase").
@@ -57,7 +72,9 @@ phase() {
 
 up() {
 	[ "$(id -u)" -eq 0 ] || die "must run as root (private containerd, CNI bridge)"
-	"$HARNESS/install-deps.sh"
+	[ -z "$(agent_pid)" ] || die "already running (agent pid $(agent_pid), $DIR); \`make demo-down\` first"
+	# Packages only: the demo needs no Kubernetes control plane (make test builds it).
+	TINYLET_NO_KUBE_BUILD=1 "$HARNESS/install-deps.sh"
 	say "private containerd in $DIR"
 	"$HARNESS/containerd.sh" up "$DIR"
 	say "building tinylet (release)"

@@ -282,7 +282,7 @@ fn get_errors_and_node() {
     let o = tl(&s, &["get", "services"]);
     assert_eq!(o.code, 2);
     assert!(o.stderr.contains("unknown resource type"), "{}", o.stderr);
-    let o = tl(&s, &["get", "pods", "-o", "yaml"]);
+    let o = tl(&s, &["get", "pods", "-o", "xml"]);
     assert_eq!(o.code, 2);
     let o = tl(&s, &["get", "pods", "-A", "-n", "x"]);
     assert_eq!(o.code, 2);

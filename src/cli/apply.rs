@@ -1,16 +1,19 @@
 //! `tinylet apply -f FILE|DIR|-`: create or update pods, configmaps and secrets in the
 //! store, printing `KIND/NAME created|configured|unchanged|replaced` per object, as
-//! kubectl does. A directory applies every `*.json` file in it, in name order.
+//! kubectl does. A file is JSON or YAML (by extension; stdin by content), may hold
+//! several YAML documents and `kind: List`s. A directory applies every `*.json`,
+//! `*.yaml` and `*.yml` file in it, in name order, and names on stderr what it skips.
 //!
-//! Every manifest is parsed and validated before anything is stored; a file the model
-//! refuses is reported with its message (exit 2) and nothing of it is stored. With a
-//! directory the valid files are still applied (kubectl's behaviour), and the exit code
-//! reports the failures.
+//! Every manifest is parsed and validated before anything is stored; an object the
+//! model refuses is reported with its message (exit 2) and is not stored. The valid
+//! objects are still applied (kubectl's behaviour), and the exit code reports the
+//! failures.
 
 use super::args::Args;
 use super::output::emit;
 use super::{load_config, CliError};
-use crate::model::{parse_object, MAX_MANIFEST_BYTES};
+use crate::model::manifests::{format_of, is_manifest_name, parse_manifests};
+use crate::model::MAX_MANIFEST_BYTES;
 use crate::store::{Kind, Store};
 use std::io::Read;
 use std::path::Path;
@@ -36,9 +39,11 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
     let mut failures: Vec<CliError> = Vec::new();
     let mut objects = Vec::new();
     for (source, bytes) in inputs {
-        match parse_object(&source, &bytes) {
-            Ok(o) => objects.push(o),
-            Err(e) => failures.push(CliError::usage(e.to_string())),
+        for parsed in parse_manifests(&source, &bytes, format_of(&source, &bytes)) {
+            match parsed {
+                Ok(o) => objects.push(o),
+                Err(e) => failures.push(CliError::usage(e.to_string())),
+            }
         }
     }
     if !objects.is_empty() {
@@ -74,7 +79,7 @@ fn finish(mut failures: Vec<CliError>) -> Result<(), CliError> {
     })
 }
 
-/// The manifests named by `-f`: stdin, one file, or the `*.json` files of a directory.
+/// The manifests named by `-f`: stdin, one file, or the manifest files of a directory.
 fn read_inputs(src: &str) -> Result<Vec<(String, Vec<u8>)>, CliError> {
     if src == "-" {
         let mut bytes = Vec::new();
@@ -87,24 +92,42 @@ fn read_inputs(src: &str) -> Result<Vec<(String, Vec<u8>)>, CliError> {
     }
     let path = Path::new(src);
     if path.is_dir() {
-        let mut files: Vec<_> = std::fs::read_dir(path)
-            .map_err(|e| CliError::usage(format!("{src}: {e}")))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| {
-                let name = p
-                    .file_name()
-                    .map(|n| n.to_string_lossy())
-                    .unwrap_or_default();
-                !name.starts_with('.') && name.ends_with(".json") && p.is_file()
-            })
-            .collect();
-        files.sort();
+        let files = dir_manifests(path)?;
         if files.is_empty() {
-            return Err(CliError::usage(format!("{src}: no *.json files to apply")));
+            return Err(CliError::usage(format!(
+                "{src}: no *.json, *.yaml or *.yml files to apply"
+            )));
         }
         return files.iter().map(|p| read_file(p)).collect();
     }
     Ok(vec![read_file(path)?])
+}
+
+/// The manifest files of `dir` in name order; every other entry but dotfiles is named
+/// on stderr as skipped, so nothing is left out unnoticed.
+fn dir_manifests(dir: &Path) -> Result<Vec<std::path::PathBuf>, CliError> {
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| CliError::usage(format!("{}: {e}", dir.display())))?;
+    let mut files = Vec::new();
+    for p in entries.filter_map(|e| e.ok().map(|e| e.path())) {
+        let name = p
+            .file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default();
+        if name.starts_with('.') {
+            continue;
+        }
+        if is_manifest_name(&name) && p.is_file() {
+            files.push(p);
+        } else {
+            eprintln!(
+                "warning: skipping {}: not a *.json, *.yaml or *.yml file",
+                p.display()
+            );
+        }
+    }
+    files.sort();
+    Ok(files)
 }
 
 /// Reads one manifest, refusing files over the model's size limit without reading them

@@ -1,5 +1,6 @@
 //! `tinylet check-config FILE`: validates a config file the way the agent will read it
-//! and prints the effective values (every default filled in) as JSON on stdout.
+//! and prints the effective values (every default filled in, `nodeName` the name the
+//! agent will use: the host name when none is set) as JSON on stdout.
 //!
 //! Firmware engineers run it on the build host or the device before shipping a board
 //! config; the OpenWrt init script runs it before (re)starting the agent so that a bad
@@ -33,6 +34,8 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
     if connect && cfg.api_server.is_none() {
         return Err(CliError::usage("--connect needs an apiServer section"));
     }
+    // The name the agent will use, not an empty field: the host name when none is set.
+    cfg.node_name = cfg.effective_node_name();
     print_json(&cfg.to_pretty_json())
 }
 

@@ -27,7 +27,8 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
     }
     let (ns, name) = target.split_once('/').unwrap_or(("default", target));
     let cfg = load_config(&args)?;
-    let mut store = crate::store::Store::open(&cfg).map_err(|e| CliError::failed(e.to_string()))?;
+    // Reading only: no directory is created (a typo in --state-dir creates nothing).
+    let mut store = crate::store::Store::open_read_only(&cfg);
     let entry = store
         .get(Kind::Pod, ns, name)
         .map_err(|e| CliError::usage(e.to_string()))?;

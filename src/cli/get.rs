@@ -1,10 +1,10 @@
 //! `tinylet get`: what the device should run and what the agent last saw, kubectl-style.
 //!
-//! - `get pods [NAME...] [-A | -n NS] [-o json|wide]`: NAMESPACE (with `-A`), NAME,
+//! - `get pods [NAME...] [-A | -n NS] [-o json|yaml|wide]`: NAMESPACE (with `-A`), NAME,
 //!   READY, STATUS, RESTARTS, AGE from the store and the status files; `wide` adds IP,
 //!   NODE and SOURCE (`state`, the firmware manifest file, or `cluster`: bound to this
 //!   node in the cluster it joined).
-//! - `get pod NS/NAME [-o json]`: one pod; JSON includes its last status.
+//! - `get pod NS/NAME [-o json|yaml]`: one pod, with its last status.
 //! - `get configmaps|secrets [-A | -n NS] [-o json]`: NAME, (TYPE,) DATA, AGE.
 //! - `get node [-o json]`: node name, runtime endpoint, pod counts.
 //!
@@ -16,6 +16,7 @@ use super::args::Args;
 use super::output::{age, emit};
 use super::pod_summary::summarize;
 use super::table::Table;
+use super::terminating::{self, Terminating};
 use super::{load_config, CliError};
 use crate::config::Config;
 use crate::model::meta::DEFAULT_NAMESPACE;
@@ -32,9 +33,11 @@ enum Format {
     Table,
     Wide,
     Json,
+    Yaml,
 }
 
 /// Which namespaces to show.
+#[derive(Clone, Copy)]
 enum Scope<'a> {
     All,
     One(&'a str),
@@ -49,9 +52,10 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
         None => Format::Table,
         Some("wide") => Format::Wide,
         Some("json") => Format::Json,
+        Some("yaml") => Format::Yaml,
         Some(other) => {
             return Err(CliError::usage(format!(
-                "get: unknown output format {other:?}; expected json or wide"
+                "get: unknown output format {other:?}; expected json, yaml or wide"
             )))
         }
     };
@@ -79,9 +83,18 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
     })?;
     let entries = select(&mut store, kind, &scope, names, namespace)?;
     let now = SystemTime::now();
+    let ending = match (kind, scope, format) {
+        (Kind::Pod, Scope::All, Format::Table | Format::Wide) if names.is_empty() => {
+            terminating::list(&store, None, &entries)
+        }
+        (Kind::Pod, Scope::One(ns), Format::Table | Format::Wide) if names.is_empty() => {
+            terminating::list(&store, Some(ns), &entries)
+        }
+        _ => Vec::new(),
+    };
     match format {
-        Format::Json => print_json(&store, &entries, names.len() == 1),
-        _ if entries.is_empty() => {
+        Format::Json | Format::Yaml => print_object(&store, &entries, names.len() == 1, format),
+        _ if entries.is_empty() && ending.is_empty() => {
             match scope {
                 Scope::All => eprintln!("No resources found"),
                 Scope::One(ns) => eprintln!("No resources found in {ns} namespace."),
@@ -91,7 +104,12 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
         f => {
             let all = matches!(scope, Scope::All);
             let table = match kind {
-                Kind::Pod => pod_table(&store, &entries, all, f == Format::Wide, now),
+                Kind::Pod => {
+                    let node = (f == Format::Wide).then(|| cfg.effective_node_name());
+                    let mut t = pod_table(&store, &entries, all, node.as_deref(), now);
+                    ending_rows(&mut t, &ending, all, node.as_deref(), now);
+                    t
+                }
                 _ => data_table(&entries, all, now),
             };
             emit(&table.render());
@@ -152,8 +170,15 @@ pub fn split_ref(s: &str, namespace: Option<&str>) -> Result<(String, String), C
     Ok((ns.to_string(), name.to_string()))
 }
 
-/// The `get pods` table.
-fn pod_table(store: &Store, entries: &[Entry], all: bool, wide: bool, now: SystemTime) -> Table {
+/// The `get pods` table; `node` (the name the agent uses) adds the wide columns.
+fn pod_table(
+    store: &Store,
+    entries: &[Entry],
+    all: bool,
+    node: Option<&str>,
+    now: SystemTime,
+) -> Table {
+    let wide = node.is_some();
     let mut header = vec!["NAME", "READY", "STATUS", "RESTARTS", "AGE"];
     if all {
         header.insert(0, "NAMESPACE");
@@ -186,12 +211,41 @@ fn pod_table(store: &Store, entries: &[Entry], all: bool, wide: bool, now: Syste
                 .map(|s| s.pod_ip.clone())
                 .unwrap_or_default();
             row.push(or_none(ip));
-            row.push(or_none(pod.spec.node_name.clone()));
+            // A cluster pod names its node; a local one runs on this node's name.
+            let on = match pod.spec.node_name.as_str() {
+                "" => node.unwrap_or_default(),
+                n => n,
+            };
+            row.push(or_none(on.to_string()));
             row.push(source(&e.origin));
         }
         table.row(row);
     }
     table
+}
+
+/// Rows for pods still terminating (deleted, containers not yet gone), after the others.
+fn ending_rows(
+    table: &mut Table,
+    ending: &[Terminating],
+    all: bool,
+    node: Option<&str>,
+    now: SystemTime,
+) {
+    for t in ending {
+        let mut row = Vec::new();
+        if all {
+            row.push(t.namespace.clone());
+        }
+        row.push(t.name.clone());
+        row.extend(t.columns(now));
+        if let Some(node) = node {
+            row.push(or_none(t.status.pod_ip.clone()));
+            row.push(or_none(node.to_string()));
+            row.push("deleted".into());
+        }
+        table.row(row);
+    }
 }
 
 /// The `get configmaps|secrets` table.
@@ -245,8 +299,14 @@ fn source(origin: &Origin) -> String {
     }
 }
 
-/// Prints one object (when one was named) or a v1 List; pods carry their last status.
-fn print_json(store: &Store, entries: &[Entry], single: bool) -> Result<(), CliError> {
+/// Prints one object (when one was named) or a v1 List, as JSON or YAML; pods carry
+/// their last status.
+fn print_object(
+    store: &Store,
+    entries: &[Entry],
+    single: bool,
+    format: Format,
+) -> Result<(), CliError> {
     // Through compact text rather than `to_value`: the objects' one serializer (see
     // `model::pretty`); a `Value` sorts keys either way.
     let items: Vec<serde_json::Value> = entries
@@ -273,15 +333,19 @@ fn print_json(store: &Store, entries: &[Entry], single: bool) -> Result<(), CliE
             "items": items,
         }),
     };
-    emit_json(&value)
+    emit(&render(&value, format)?);
+    Ok(())
 }
 
-/// Prints `value` as pretty JSON and a newline.
-fn emit_json(value: &serde_json::Value) -> Result<(), CliError> {
+/// `value` as pretty JSON or YAML, ending with a newline.
+fn render(value: &serde_json::Value, format: Format) -> Result<String, CliError> {
+    if format == Format::Yaml {
+        return Ok(crate::model::yaml::to_yaml(value));
+    }
+    // Pretty JSON by re-indenting the compact text: one serializer (`model::pretty`).
     let compact =
         serde_json::to_vec(value).map_err(|e| CliError::failed(format!("encoding JSON: {e}")))?;
-    emit(&format!("{}\n", crate::model::pretty::pretty(&compact)));
-    Ok(())
+    Ok(format!("{}\n", crate::model::pretty::pretty(&compact)))
 }
 
 /// `get node`: what this node is and how many pods it should run.
@@ -300,9 +364,9 @@ fn node(cfg: &Config, store: &mut Store, format: Format) -> Result<(), CliError>
                 == Some(crate::model::status::PodPhase::Running)
         })
         .count();
-    let name = node_name(cfg);
+    let name = cfg.effective_node_name();
     let version = format!("tinylet/v{}", env!("CARGO_PKG_VERSION"));
-    if format == Format::Json {
+    if matches!(format, Format::Json | Format::Yaml) {
         let v = serde_json::json!({
             "name": name,
             "runtimeEndpoint": cfg.runtime_endpoint,
@@ -311,7 +375,8 @@ fn node(cfg: &Config, store: &mut Store, format: Format) -> Result<(), CliError>
             "pods": {"desired": pods.len(), "running": running, "firmware": firmware},
             "version": version,
         });
-        return emit_json(&v);
+        emit(&render(&v, format)?);
+        return Ok(());
     }
     let mut table = Table::new(&["NAME", "PODS", "RUNNING", "FIRMWARE", "RUNTIME", "VERSION"]);
     table.row(vec![
@@ -324,15 +389,4 @@ fn node(cfg: &Config, store: &mut Store, format: Format) -> Result<(), CliError>
     ]);
     emit(&table.render());
     Ok(())
-}
-
-/// The config's `nodeName`, else the lower-cased host name (as kubelet does).
-pub fn node_name(cfg: &Config) -> String {
-    if !cfg.node_name.is_empty() {
-        return cfg.node_name.clone();
-    }
-    rustix::system::uname()
-        .nodename()
-        .to_string_lossy()
-        .to_lowercase()
 }

@@ -59,7 +59,8 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
     let previous = args.flag(&["p", "previous"]);
     let follow = args.flag(&["f", "follow"]);
     let cfg = load_config(&args)?;
-    let mut store = Store::open(&cfg).map_err(|e| CliError::failed(e.to_string()))?;
+    // Reading only: no directory is created (a typo in --state-dir creates nothing).
+    let mut store = Store::open_read_only(&cfg);
     let pod = match store.get(Kind::Pod, &ns, &name) {
         Ok(Some(e)) => match e.object {
             Object::Pod(p) => p,

@@ -11,11 +11,13 @@ pub mod cri;
 pub mod delete;
 pub mod exec;
 pub mod get;
+pub mod help;
 pub mod logs;
 pub mod output;
 pub mod pod_summary;
 pub mod run;
 pub mod table;
+pub mod terminating;
 
 use crate::config::{Config, DEFAULT_CONFIG_PATH};
 use args::Args;
@@ -57,23 +59,7 @@ impl CliError {
 /// Options every subcommand accepts.
 pub const GLOBAL_VALUE_OPTS: &[&str] = &["config", "state-dir"];
 
-const USAGE: &str = "usage: tinylet <command> [options]
-
-commands:
-  run                      run the agent
-  apply -f FILE|-          create or update a pod, configmap or secret
-  delete pod|configmap|secret NS/NAME
-  get pods|pod NS/NAME|node [-o json]
-  logs NS/NAME [-c C] [--previous] [-f]
-  exec NS/NAME [-c C] -- CMD...
-  cri version|pods|ps|images|imagefs   talk to the runtime directly (like crictl)
-  check-config FILE [--connect]   validate a config and print the effective values
-  version                  print the version
-
-options for every command:
-  --config FILE            config file (default /etc/tinylet/config.json)
-  --state-dir DIR          override the config's stateDir
-";
+use help::USAGE;
 
 /// Runs the command line `args` (without the program name); returns the exit code.
 pub fn main(args: Vec<String>) -> i32 {
@@ -81,6 +67,18 @@ pub fn main(args: Vec<String>) -> i32 {
         eprint!("{USAGE}");
         return 2;
     };
+    if help::asked(rest) {
+        return match help::of(cmd) {
+            Some(text) => {
+                output::emit(text);
+                0
+            }
+            None => {
+                eprint!("error: unknown command {cmd:?}\n{USAGE}");
+                2
+            }
+        };
+    }
     // The agent logs at its config's level; operator commands only warn.
     if cmd != "run" {
         init_logging("warn");
@@ -97,10 +95,15 @@ pub fn main(args: Vec<String>) -> i32 {
         "delete" => delete::run(rest),
         "get" => get::run(rest),
         "logs" => logs::run(rest),
-        "help" | "--help" | "-h" => {
-            output::emit(USAGE);
-            Ok(())
-        }
+        "help" | "--help" | "-h" => match rest.first() {
+            None => {
+                output::emit(USAGE);
+                Ok(())
+            }
+            Some(c) => help::of(c)
+                .map(output::emit)
+                .ok_or_else(|| CliError::usage(format!("unknown command {c:?}\n{USAGE}"))),
+        },
         "cri" => cri::run(rest),
         other => Err(CliError::usage(format!(
             "unknown command {other:?}\n{USAGE}"
@@ -116,19 +119,33 @@ pub fn main(args: Vec<String>) -> i32 {
     }
 }
 
-/// Logs go to stderr through env_logger; RUST_LOG overrides the default level.
+/// Logs go to stderr through env_logger; RUST_LOG overrides the default level. Each
+/// line starts with an RFC 3339 UTC time with milliseconds, formatted here: env_logger's
+/// own timestamps need its `humantime` feature (a date-time crate), for one format.
 pub fn init_logging(default_level: &str) {
+    use std::io::Write;
     let env = env_logger::Env::default().default_filter_or(default_level);
     let _ = env_logger::Builder::from_env(env)
-        .format_timestamp_millis()
+        .format(|buf, r| {
+            let now = crate::model::time::format_rfc3339_millis(std::time::SystemTime::now());
+            let (level, target) = (r.level(), r.target());
+            writeln!(buf, "[{now} {level:<5} {target}] {}", r.args())
+        })
         .try_init();
 }
 
 /// Loads the config named by `--config` (or the default path, where a missing file means
-/// defaults) and applies `--state-dir`.
+/// defaults, said on stderr: an empty world must not look like a real one) and applies
+/// `--state-dir`.
 pub fn load_config(args: &Args) -> Result<Config, CliError> {
     let explicit = args.value(&["config"]);
     let path = PathBuf::from(explicit.unwrap_or(DEFAULT_CONFIG_PATH));
+    if explicit.is_none() && !path.exists() {
+        eprintln!(
+            "warning: {DEFAULT_CONFIG_PATH} does not exist; using the built-in defaults \
+             (give --config FILE)"
+        );
+    }
     let mut cfg =
         Config::load_or_default(&path, explicit.is_some()).map_err(|e| CliError::usage(e.0))?;
     if let Some(dir) = args.value(&["state-dir"]) {

@@ -21,6 +21,15 @@ use std::time::Duration;
 pub fn run(words: &[String]) -> Result<(), CliError> {
     let args = Args::parse(words, GLOBAL_VALUE_OPTS)?;
     args.only(GLOBAL_VALUE_OPTS)?;
+    // The agent never runs on defaults it was not given: they name no real runtime or
+    // state directory of this device.
+    let default = std::path::Path::new(crate::config::DEFAULT_CONFIG_PATH);
+    if args.value(&["config"]).is_none() && !default.exists() {
+        return Err(CliError::usage(format!(
+            "{} does not exist: write one (see board-configs/) or give --config FILE",
+            default.display()
+        )));
+    }
     let cfg = load_config(&args)?;
     init_logging(&cfg.log_level);
     // Held until the process ends: a second agent here would remove our pods as orphans.

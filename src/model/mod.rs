@@ -12,6 +12,7 @@ pub mod container;
 pub mod defaults;
 pub mod image_name;
 mod json_path;
+pub mod manifests;
 pub mod meta;
 mod nulls;
 pub mod pod;
@@ -189,6 +190,18 @@ impl Object {
 /// Parses, defaults and validates one manifest (JSON). `source` names where it came
 /// from (a file path, `-`) and prefixes every message.
 pub fn parse_object(source: &str, bytes: &[u8]) -> Result<Object, ModelError> {
+    parse_object_at(source, bytes, Positions::Shown)
+}
+
+/// Whether decode errors cite a line and column: not for JSON re-encoded from YAML,
+/// whose positions the person never saw (the field path and source still say where).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Positions {
+    Shown,
+    Hidden,
+}
+
+fn parse_object_at(source: &str, bytes: &[u8], at: Positions) -> Result<Object, ModelError> {
     if bytes.len() > MAX_MANIFEST_BYTES {
         return Err(ModelError::one(
             source,
@@ -209,9 +222,9 @@ pub fn parse_object(source: &str, bytes: &[u8]) -> Result<Object, ModelError> {
     check_utf8(source, bytes)?;
     let original = bytes;
     let blanked = nulls::without_null_members(original)
-        .map_err(|e| ModelError::one(source, describe(&e, original)))?;
+        .map_err(|e| ModelError::one(source, describe(&e, original, at)))?;
     let bytes = &blanked[..];
-    let tm: meta::TypeMeta = decode(source, bytes)?;
+    let tm: meta::TypeMeta = decode(source, bytes, at)?;
     let mut errors = Vec::new();
     if tm.api_version != meta::API_VERSION {
         errors.push(if tm.api_version.is_empty() {
@@ -221,9 +234,9 @@ pub fn parse_object(source: &str, bytes: &[u8]) -> Result<Object, ModelError> {
         });
     }
     let mut obj = match tm.kind.as_str() {
-        "Pod" => Object::Pod(Box::new(decode(source, bytes)?)),
-        "ConfigMap" => Object::ConfigMap(decode(source, bytes)?),
-        "Secret" => Object::Secret(decode(source, bytes)?),
+        "Pod" => Object::Pod(Box::new(decode(source, bytes, at)?)),
+        "ConfigMap" => Object::ConfigMap(decode(source, bytes, at)?),
+        "Secret" => Object::Secret(decode(source, bytes, at)?),
         "" => {
             errors.push("kind: required, must be one of Pod, ConfigMap, Secret".into());
             return Err(prefixed(source, errors));
@@ -279,24 +292,32 @@ fn check_utf8(source: &str, bytes: &[u8]) -> Result<(), ModelError> {
 }
 
 /// Decodes `T`; a serde error becomes `source: field.path: what (line L, column C)`.
-fn decode<T: DeserializeOwned>(source: &str, bytes: &[u8]) -> Result<T, ModelError> {
-    serde_json::from_slice(bytes).map_err(|e| ModelError::one(source, describe(&e, bytes)))
+fn decode<T: DeserializeOwned>(source: &str, bytes: &[u8], at: Positions) -> Result<T, ModelError> {
+    serde_json::from_slice(bytes).map_err(|e| ModelError::one(source, describe(&e, bytes, at)))
 }
 
-/// A serde_json error with the JSON path of the offending value in front.
-fn describe(e: &serde_json::Error, bytes: &[u8]) -> String {
+/// A serde_json error with the JSON path of the offending value in front. A document
+/// that ends early is reported at its end only: the path there is wherever the text
+/// was cut, not a field that is wrong.
+fn describe(e: &serde_json::Error, bytes: &[u8], at: Positions) -> String {
     let msg = e.to_string();
     let suffix = format!(" at line {} column {}", e.line(), e.column());
     let msg = msg.strip_suffix(&suffix).unwrap_or(&msg);
     if e.line() == 0 {
         return msg.to_string();
     }
-    let at = json_path::offset_of(bytes, e.line(), e.column());
-    let path = json_path::path_at(bytes, at);
-    let place = format!("line {}, column {}", e.line(), e.column());
+    let place = match at {
+        Positions::Shown => format!(" (line {}, column {})", e.line(), e.column()),
+        Positions::Hidden => String::new(),
+    };
+    if e.is_eof() {
+        return format!("the document ends early: {msg}{place}");
+    }
+    let offset = json_path::offset_of(bytes, e.line(), e.column());
+    let path = json_path::path_at(bytes, offset);
     if path.is_empty() {
-        format!("{msg} ({place})")
+        format!("{msg}{place}")
     } else {
-        format!("{path}: {msg} ({place})")
+        format!("{path}: {msg}{place}")
     }
 }

@@ -19,6 +19,16 @@ pub fn format_rfc3339(t: SystemTime) -> String {
     )
 }
 
+/// `t` in RFC 3339 with milliseconds, UTC (`2026-11-29T12:00:00.250Z`): log lines.
+pub fn format_rfc3339_millis(t: SystemTime) -> String {
+    let millis = t
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.subsec_millis())
+        .unwrap_or(0);
+    let secs = format_rfc3339(t);
+    format!("{}.{millis:03}Z", secs.trim_end_matches('Z'))
+}
+
 /// The current time in RFC 3339.
 pub fn now_rfc3339() -> String {
     format_rfc3339(SystemTime::now())
@@ -158,6 +168,9 @@ mod tests {
         assert_eq!(format_rfc3339(at(951_782_400)), "2000-02-29T00:00:00Z");
         assert_eq!(format_rfc3339(at(1_795_992_028)), "2026-11-29T22:40:28Z");
         assert_eq!(format_rfc3339(at(4_107_542_399)), "2100-02-28T23:59:59Z");
+        let t = at(1_795_992_028) + Duration::from_millis(7);
+        assert_eq!(format_rfc3339_millis(t), "2026-11-29T22:40:28.007Z");
+        assert_eq!(parse_rfc3339(&format_rfc3339_millis(t)).unwrap(), t);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Read-only manifest directories (`manifestDirs`): objects baked into the firmware.
 //!
-//! Each `*.json` file (not recursive, dotfiles skipped) holds one Pod, ConfigMap or
-//! Secret; the file name is free. Nothing here is ever written: a file that does not
+//! Each `*.json`, `*.yaml` or `*.yml` file (not recursive, dotfiles skipped) holds a
+//! Pod, ConfigMap or Secret, or several (YAML documents, `kind: List`); the file name is
+//! free. Other files are logged once as skipped. Nothing here is ever written: a file that does not
 //! parse is logged once (again only if the file changes) and skipped. When two files
 //! hold the same object, the first wins (directories in config order, files in name
 //! order) and the other is logged once.
@@ -12,7 +13,8 @@
 
 use super::layout::Kind;
 use super::uid::derived_uid;
-use crate::model::{parse_object, Object};
+use crate::model::manifests::{format_of, is_manifest_name, parse_manifests};
+use crate::model::Object;
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -25,7 +27,7 @@ pub struct Firmware {
     dirs: Vec<PathBuf>,
     index: BTreeMap<Key, PathBuf>,
     /// Problems already logged, with the file's mtime then, so each is logged once.
-    reported: HashSet<(PathBuf, Option<SystemTime>)>,
+    reported: HashSet<(PathBuf, Option<SystemTime>, String)>,
 }
 
 impl Firmware {
@@ -48,30 +50,25 @@ impl Firmware {
     pub fn scan(&mut self) -> Vec<(Object, PathBuf)> {
         let mut found: BTreeMap<Key, (Object, PathBuf)> = BTreeMap::new();
         for dir in self.dirs.clone() {
-            for path in manifest_files(&dir) {
-                let obj = match load(&path) {
-                    Ok(o) => o,
-                    Err(msg) => {
-                        self.report(&path, || log::error!("{msg}; skipped (read-only)"));
-                        continue;
+            let (files, skipped) = manifest_files(&dir);
+            for path in skipped {
+                let msg = "not a *.json, *.yaml or *.yml file; skipped";
+                self.report(
+                    &path,
+                    log::Level::Warn,
+                    format!("{}: {msg}", path.display()),
+                );
+            }
+            for path in files {
+                for obj in load(&path) {
+                    match obj {
+                        Ok(obj) => self.add(&mut found, obj, &path),
+                        Err(msg) => {
+                            let msg = format!("{msg}; skipped (read-only)");
+                            self.report(&path, log::Level::Error, msg);
+                        }
                     }
-                };
-                let key = key_of(&obj);
-                if let Some((_, first)) = found.get(&key) {
-                    let first = first.clone();
-                    self.report(&path, || {
-                        log::warn!(
-                            "{}: {} {}/{} is also in {}, which wins; skipped",
-                            path.display(),
-                            key.0,
-                            key.1,
-                            key.2,
-                            first.display()
-                        )
-                    });
-                    continue;
                 }
-                found.insert(key, (obj, path));
             }
         }
         self.index = found
@@ -81,23 +78,45 @@ impl Firmware {
         found.into_values().collect()
     }
 
+    /// Adds `obj` of `path` unless an earlier file holds the same object.
+    fn add(&mut self, found: &mut BTreeMap<Key, (Object, PathBuf)>, obj: Object, path: &Path) {
+        let key = key_of(&obj);
+        let Some((_, first)) = found.get(&key) else {
+            found.insert(key, (obj, path.to_path_buf()));
+            return;
+        };
+        let msg = format!(
+            "{}: {} {}/{} is also in {}, which wins; skipped",
+            path.display(),
+            key.0,
+            key.1,
+            key.2,
+            first.display()
+        );
+        self.report(path, log::Level::Warn, msg);
+    }
+
     /// The firmware copy of one object, with its file, looked up in the index of the
     /// last [`Firmware::scan`]. A file that changed since is rescanned once.
     pub fn get(&mut self, kind: Kind, ns: &str, name: &str) -> Option<(Object, PathBuf)> {
         let key = (kind, ns.to_string(), name.to_string());
         let path = self.index.get(&key)?.clone();
-        match load(&path) {
-            Ok(obj) if key_of(&obj) == key => Some((obj, path)),
+        let found = load(&path).into_iter().flatten().find(|o| key_of(o) == key);
+        match found {
+            Some(obj) => Some((obj, path)),
             // Changed under us (a firmware update while running): rebuild the index.
-            _ => self.scan().into_iter().find(|(o, _)| key_of(o) == key),
+            None => self.scan().into_iter().find(|(o, _)| key_of(o) == key),
         }
     }
 
     /// Logs a problem with `path` unless it was logged for this version of the file.
-    fn report(&mut self, path: &Path, log: impl FnOnce()) {
+    fn report(&mut self, path: &Path, level: log::Level, msg: String) {
         let mtime = std::fs::metadata(path).and_then(|m| m.modified()).ok();
-        if self.reported.insert((path.to_path_buf(), mtime)) {
-            log();
+        if self
+            .reported
+            .insert((path.to_path_buf(), mtime, msg.clone()))
+        {
+            log::log!(level, "{msg}");
         }
     }
 }
@@ -110,28 +129,34 @@ fn key_of(obj: &Object) -> Key {
     )
 }
 
-/// The `*.json` files of `dir` in name order; a missing directory has none.
-fn manifest_files(dir: &Path) -> Vec<PathBuf> {
+/// The manifest files of `dir` in name order, and the other entries (not dotfiles);
+/// a missing directory has none.
+fn manifest_files(dir: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Default::default(),
         Err(e) => {
             log::error!("manifest directory {}: {e}", dir.display());
-            return Vec::new();
+            return Default::default();
         }
     };
-    let mut files: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok())
-        .filter(|e| {
-            let name = e.file_name();
-            let name = name.to_string_lossy();
-            !name.starts_with('.') && name.ends_with(".json")
-        })
-        .map(|e| e.path())
-        .filter(|p| p.is_file())
-        .collect();
+    let (mut files, mut skipped) = (Vec::new(), Vec::new());
+    for e in entries.filter_map(|e| e.ok()) {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with('.') {
+            continue;
+        }
+        let path = e.path();
+        if is_manifest_name(&name) && path.is_file() {
+            files.push(path);
+        } else {
+            skipped.push(path);
+        }
+    }
     files.sort();
-    files
+    skipped.sort();
+    (files, skipped)
 }
 
 /// Why a firmware manifest cannot be used.
@@ -161,12 +186,22 @@ impl std::error::Error for LoadError {
     }
 }
 
-/// Parses one manifest and fills in the stable uid and creation time.
-fn load(path: &Path) -> Result<Object, LoadError> {
+/// Parses the objects of one manifest file and fills in their stable uid and creation
+/// time.
+fn load(path: &Path) -> Vec<Result<Object, LoadError>> {
     let source = path.display().to_string();
-    let bytes = super::bounded::read(path, crate::model::MAX_MANIFEST_BYTES)
-        .map_err(|e| LoadError::Read(path.into(), e))?;
-    let mut obj = parse_object(&source, &bytes).map_err(LoadError::Invalid)?;
+    let bytes = match super::bounded::read(path, crate::model::MAX_MANIFEST_BYTES) {
+        Ok(b) => b,
+        Err(e) => return vec![Err(LoadError::Read(path.into(), e))],
+    };
+    parse_manifests(&source, &bytes, format_of(&source, &bytes))
+        .into_iter()
+        .map(|o| o.map(|o| stable(o, path)).map_err(LoadError::Invalid))
+        .collect()
+}
+
+/// `obj` with a uid and creation time that stay the same across reboots.
+fn stable(mut obj: Object, path: &Path) -> Object {
     let (ns, name) = (obj.namespace().to_string(), obj.name().to_string());
     let kind = obj.kind();
     let meta = obj.meta_mut();
@@ -179,5 +214,5 @@ fn load(path: &Path) -> Result<Object, LoadError> {
             .unwrap_or(SystemTime::UNIX_EPOCH);
         meta.creation_timestamp = Some(crate::model::time::format_rfc3339(mtime));
     }
-    Ok(obj)
+    obj
 }

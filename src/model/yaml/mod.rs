@@ -29,10 +29,13 @@ use std::fmt;
 
 mod block;
 mod block_scalar;
+mod emit;
 mod flow;
 mod plain;
 mod quoted;
 mod scanner;
+
+pub use emit::to_yaml;
 
 /// Bounds on one input.
 #[derive(Debug, Clone, Copy)]
