@@ -9,6 +9,7 @@
 //! - [`kuberuntime`]: turning pods into CRI sandboxes/containers and back into status.
 //! - [`agent`]: the sync loop, pod workers, PLEG and backoff.
 //! - [`gc`]: image GC, container GC, container log rotation.
+//! - [`node`]: pod cgroups and node allocatable (kubelet's container manager).
 //! - [`logs`]: reading CRI container log files (`tinylet logs`).
 //! - [`cli`]: the `tinylet` subcommands.
 //! - [`sdnotify`]: systemd readiness notification (`READY=1`), by hand.
@@ -30,6 +31,7 @@ pub mod gc;
 pub mod kuberuntime;
 pub mod logs;
 pub mod model;
+pub mod node;
 pub mod rt;
 pub mod sdnotify;
 pub mod store;

@@ -590,6 +590,7 @@ fn steady_state_bytes_per_hour() {
         store: RefCell::new(tinylet::store::Store::open(&cfg).unwrap()),
         host: tinylet::agent::host::HostFacts::detect(&cfg),
         runtime_name: Default::default(),
+        cgroups: None,
         silent_registries: Default::default(),
         tokens: Default::default(),
         cfg,

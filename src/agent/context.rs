@@ -21,6 +21,8 @@ pub struct Context {
     pub store: RefCell<Store>,
     /// What the agent found out about the host at start.
     pub host: HostFacts,
+    /// The pods' cgroups; `None` where the machine cannot have them (warned at start).
+    pub cgroups: Option<crate::node::PodCgroups>,
     /// The runtime's name from Version (`containerd`), for container ids in status.
     pub runtime_name: RefCell<String>,
     /// Registry hosts whose pulls lately ran into their deadline (every pod's worker

@@ -93,6 +93,9 @@ impl Housekeeping {
         {
             self.next_container = now + ctx.cfg.container_gc.period;
             self.size_limits.check(&ctx.cfg.pods_dir, desired);
+            if let Some(cg) = &ctx.cgroups {
+                cg.sweep(desired);
+            }
             let uids: Vec<String> = desired.iter().map(|p| p.metadata.uid.clone()).collect();
             let ctx = ctx.clone();
             self.container_gc = Some(crate::rt::spawn(async move {
