@@ -253,10 +253,18 @@ pub fn build(m: &Machine, obs: &Observed, priors: &[PriorCondition], now: &str) 
         kind: "Hostname",
         address: m.hostname.clone(),
     });
+    let cpu_milli = u64::from(m.cpus).saturating_mul(1000);
+    let cpu_milli = cpu_milli.saturating_sub(m.reserved.0);
     NodeStatus {
-        // No node reservations (kubeReserved, systemReserved, eviction thresholds)
-        // exist yet, so everything the node has is allocatable to pods.
-        allocatable: capacity.clone(),
+        allocatable: Resources {
+            cpu: if cpu_milli % 1000 == 0 {
+                (cpu_milli / 1000).to_string()
+            } else {
+                format!("{cpu_milli}m")
+            },
+            memory: binary_si(m.memory.saturating_sub(m.reserved.1)),
+            ..capacity.clone()
+        },
         capacity,
         conditions,
         addresses,
@@ -377,6 +385,7 @@ mod tests {
             memory: 2 << 30,
             ephemeral_storage: Some(24683652 * 1024),
             max_pods: 110,
+            reserved: (0, 0),
             machine_id: "m".into(),
             system_uuid: String::new(),
             boot_id: "b".into(),
@@ -406,6 +415,16 @@ mod tests {
                 "memory": "2Gi", "pods": "110"})
         );
         assert_eq!(json["allocatable"], json["capacity"]);
+        let reserved = Machine {
+            reserved: (300, 320 << 20),
+            ..machine()
+        };
+        let json = serde_json::to_value(build(&reserved, &ready(), &[], "T1")).unwrap();
+        assert_eq!(
+            json["allocatable"],
+            serde_json::json!({"cpu": "3700m", "ephemeral-storage": "24683652Ki",
+                "memory": "1728Mi", "pods": "110"})
+        );
         let kinds: Vec<&str> = s.conditions.iter().map(|c| c.kind).collect();
         assert_eq!(
             kinds,
