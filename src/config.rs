@@ -12,7 +12,7 @@ use std::time::Duration;
 
 mod node_resources;
 mod units;
-pub use node_resources::{reserved, CgroupDriver, Reserved};
+pub use node_resources::{eviction_threshold, reserved, CgroupDriver, Reserved, Threshold};
 use units::{bytes, duration};
 pub use units::{format_duration, parse_duration, parse_size, BadDuration, BadSize};
 
@@ -125,6 +125,9 @@ pub struct Config {
     /// `["pods"]`: the pods' parent cgroup is limited to node allocatable; `["none"]`
     /// or `[]`: allocatable is only reported.
     pub enforce_node_allocatable: Vec<String>,
+    /// kubelet's hard eviction thresholds: `memory.available`, `nodefs.available`,
+    /// `pid.available` as a quantity or a percentage of capacity.
+    pub eviction_hard: std::collections::BTreeMap<String, String>,
     /// The cluster uplink; absent means local-only (pods from `apply` and manifest
     /// directories only). Needs a build with the `uplink` feature.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -198,6 +201,7 @@ impl Default for Config {
             system_reserved: Reserved::new(),
             kube_reserved: Reserved::new(),
             enforce_node_allocatable: vec!["pods".into()],
+            eviction_hard: node_resources::default_eviction_hard(),
             api_server: None,
         }
     }

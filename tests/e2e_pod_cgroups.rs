@@ -334,3 +334,102 @@ fn a_fork_bomb_stops_at_the_pods_pids_limit_and_the_agent_keeps_answering() {
         (!dir("pids", &rel).exists()).then_some(())
     });
 }
+
+/// MemAvailable in bytes.
+fn mem_available() -> i64 {
+    let text = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let kb: i64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))
+        .unwrap()
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .unwrap();
+    kb * 1024
+}
+
+fn is_evicted(p: &Value) -> bool {
+    phase(p) == "Failed" && p["status"]["reason"] == "Evicted"
+}
+
+#[test]
+fn under_memory_pressure_best_effort_goes_before_burstable_and_critical_never() {
+    let c = Containerd::start();
+    let node = node_with(&c, "evict", json!({}));
+    let img = node.image().to_string();
+    // A pod holding `mib` MiB in a memory-backed emptyDir (charged to its cgroup).
+    let holder = |name: &str, mib: u32, res: Value| {
+        let script = format!("busybox dd if=/dev/zero of=/m/x bs=1048576 count={mib}; sleep 3600");
+        let mut c = limited("a", &img, &script, res);
+        c["volumeMounts"] = json!([{"name": "m", "mountPath": "/m"}]);
+        pod(
+            name,
+            json!({"containers": [c], "volumes": [{"name": "m", "emptyDir": {"medium": "Memory"}}]}),
+        )
+    };
+    let mut crit = holder("crit", 16, json!({}));
+    crit["spec"]["priorityClassName"] = json!("system-node-critical");
+    node.apply(&crit);
+    node.apply(&holder("be", 8, json!({})));
+    node.apply(&holder("bur", 4, json!({"requests": {"memory": "1Mi"}})));
+    let pods = pods_rel(&node);
+    for (name, tier, mib) in [
+        ("crit", "besteffort/", 16),
+        ("be", "besteffort/", 8),
+        ("bur", "burstable/", 4),
+    ] {
+        node.wait_running(name, T);
+        let rel = format!("{pods}/{tier}pod{}", node.uid(name));
+        wait_for(&format!("{name} to hold {mib} MiB"), T, || {
+            let used: i64 = read(
+                "memory",
+                &rel,
+                if v2() {
+                    "memory.current"
+                } else {
+                    "memory.usage_in_bytes"
+                },
+            )?
+            .parse()
+            .ok()?;
+            (used >= (i64::from(mib) << 20) * 3 / 4).then_some(())
+        });
+    }
+    // The node is now "short of memory": the threshold is above what is available.
+    node.kill_agent();
+    let threshold = mem_available() + (4 << 30);
+    node.set_config(
+        "evictionHard",
+        json!({"memory.available": threshold.to_string()}),
+    );
+    node.start_agent();
+    let be = node.wait_pod("be", "evicted", T, is_evicted);
+    let msg = be["status"]["message"].as_str().unwrap_or("");
+    assert!(
+        msg.starts_with("The node was low on resource: memory."),
+        "{msg}"
+    );
+    assert_eq!(
+        phase(&node.pod("bur").unwrap()),
+        "Running",
+        "burstable after best-effort"
+    );
+    node.wait_pod("bur", "evicted", T, is_evicted);
+    holds_for(
+        "the critical pod keeps running",
+        Duration::from_secs(25),
+        || {
+            let p = node.pod("crit")?;
+            (!is_running_ready(&p)).then(|| format!("crit is {}", phase(&p)))
+        },
+    );
+    // Evicted pods stay down.
+    let uid = node.uid("be");
+    assert!(node
+        .cri()
+        .containers(&uid)
+        .iter()
+        .all(|c| !container_running(c)));
+}

@@ -591,6 +591,7 @@ fn steady_state_bytes_per_hour() {
         host: tinylet::agent::host::HostFacts::detect(&cfg),
         runtime_name: Default::default(),
         cgroups: None,
+        pressure: Default::default(),
         silent_registries: Default::default(),
         tokens: Default::default(),
         cfg,

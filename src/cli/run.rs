@@ -45,6 +45,7 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
     let cgroups = crate::node::PodCgroups::setup(&cfg, &host.capacity);
     let ctx = Rc::new(Context {
         cgroups,
+        pressure: Default::default(),
         cfg,
         cri,
         store: RefCell::new(store),

@@ -38,9 +38,11 @@ impl Resources {
 }
 
 /// Memory held back from pods in what the node reports as allocatable: both
-/// reservations (kubelet also subtracts its hard eviction threshold).
-pub fn reserved_memory(cfg: &Config, _capacity: i64) -> i64 {
-    reserved(cfg, "memory")
+/// reservations and the hard eviction threshold of `memory.available` (kubelet's rule).
+pub fn reserved_memory(cfg: &Config, capacity: i64) -> i64 {
+    let hard = crate::config::eviction_threshold(cfg, "memory.available")
+        .map_or(0, |t| t.amount(capacity));
+    reserved(cfg, "memory").saturating_add(hard)
 }
 
 /// The most tasks the kernel allows: the smaller of `kernel.pid_max` and

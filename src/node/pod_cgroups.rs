@@ -250,6 +250,31 @@ impl PodCgroups {
         }
     }
 
+    /// The memory working set of `pod`'s cgroup (usage less inactive file pages, as
+    /// kubelet counts it); `None` when it cannot be read.
+    pub fn pod_memory_usage(&self, pod: &Pod) -> Option<i64> {
+        let name = self.pod_cgroup(&pod.metadata.uid, qos_class(pod));
+        let dir = self.hierarchy.dir("memory", &self.rel(&name))?;
+        let v2 = matches!(self.hierarchy, Hierarchy::V2(_));
+        let (usage, inactive) = if v2 {
+            ("memory.current", "inactive_file ")
+        } else {
+            ("memory.usage_in_bytes", "total_inactive_file ")
+        };
+        let usage: i64 = std::fs::read_to_string(dir.join(usage))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()?;
+        let stat = std::fs::read_to_string(dir.join("memory.stat")).unwrap_or_default();
+        let inactive: i64 = stat
+            .lines()
+            .find_map(|l| l.strip_prefix(inactive))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        Some((usage - inactive).max(0))
+    }
+
     /// The directory of the pods' parent cgroup holding `controller`'s files (for
     /// pressure readings and tests).
     pub fn pods_dir(&self, controller: &str) -> Option<std::path::PathBuf> {
