@@ -18,7 +18,8 @@ pub struct Resources {
 impl Resources {
     /// This machine's capacity; `memory` from /proc/meminfo, given by the caller.
     pub fn capacity(memory: i64) -> Resources {
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as i64);
+        let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+        let cpus = online_cpus(&online).max(1);
         Resources {
             cpu_milli: cpus * 1000,
             memory,
@@ -43,6 +44,18 @@ pub fn reserved_memory(cfg: &Config, capacity: i64) -> i64 {
     let hard = crate::config::eviction_threshold(cfg, "memory.available")
         .map_or(0, |t| t.amount(capacity));
     reserved(cfg, "memory").saturating_add(hard)
+}
+
+/// The CPUs in a kernel CPU list (`0-3,6`). Read by hand: std's
+/// `available_parallelism` brings a cgroup quota parser of its own, kilobytes of flash.
+fn online_cpus(list: &str) -> i64 {
+    list.trim()
+        .split(',')
+        .filter_map(|r| match r.split_once('-') {
+            Some((a, b)) => Some(b.parse::<i64>().ok()? - a.parse::<i64>().ok()? + 1),
+            None => r.parse::<i64>().ok().map(|_| 1),
+        })
+        .sum()
 }
 
 /// The most tasks the kernel allows: the smaller of `kernel.pid_max` and
@@ -86,5 +99,7 @@ mod tests {
         };
         assert_eq!(small.allocatable(&cfg).memory, 0);
         assert!(Resources::capacity(1).pids > 0);
+        assert_eq!(online_cpus("0-3,6\n"), 5);
+        assert_eq!(online_cpus("0"), 1);
     }
 }
