@@ -26,6 +26,8 @@ use std::time::Duration;
 use tinylet::node::hierarchy::Hierarchy;
 
 const T: Duration = Duration::from_secs(90);
+/// The fork bomb's waits: its CPU-limited loop crawls on a loaded machine.
+const SLOW: Duration = Duration::from_secs(240);
 
 /// The node's cgroup path of its pods' parent (`cgroupRoot` + `podsCgroupName`).
 fn pods_rel(node: &Node) -> String {
@@ -306,7 +308,7 @@ fn a_fork_bomb_stops_at_the_pods_pids_limit_and_the_agent_keeps_answering() {
         "bomb",
         json!({"containers": [limited("bomb", node.image(), bomb, res)]}),
     ));
-    wait_for("the pods to reach their pids limit", T, || {
+    wait_for("the pods to reach their pids limit", SLOW, || {
         let cur: i64 = read("pids", &pods, "pids.current")?.parse().ok()?;
         (cur >= 58).then_some(())
     });
@@ -315,7 +317,7 @@ fn a_fork_bomb_stops_at_the_pods_pids_limit_and_the_agent_keeps_answering() {
         .parse()
         .unwrap();
     assert!(cur <= 60, "{cur} tasks in the pods' parent");
-    let logs = wait_for("the bomb's log", T, || {
+    let logs = wait_for("the bomb's log", SLOW, || {
         let out = node.tinylet(&["logs", "e2e/bomb"]);
         let text = String::from_utf8_lossy(&out.stdout).into_owned()
             + &String::from_utf8_lossy(&out.stderr);
@@ -330,7 +332,7 @@ fn a_fork_bomb_stops_at_the_pods_pids_limit_and_the_agent_keeps_answering() {
     let uid = node.uid("bomb");
     node.delete_pod("bomb");
     let rel = format!("{pods}/pod{uid}");
-    wait_for("the bomb's cgroup to go", T, || {
+    wait_for("the bomb's cgroup to go", SLOW, || {
         (!dir("pids", &rel).exists()).then_some(())
     });
 }
