@@ -10,7 +10,9 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod node_resources;
 mod units;
+pub use node_resources::{eviction_threshold, reserved, CgroupDriver, Reserved, Threshold};
 use units::{bytes, duration};
 pub use units::{format_duration, parse_duration, parse_size, BadDuration, BadSize};
 
@@ -110,6 +112,27 @@ pub struct Config {
     pub status_allow_non_loopback: bool,
     /// Default log filter when RUST_LOG is not set (`error`..`trace`).
     pub log_level: String,
+    /// The runtime's cgroup driver (`cgroupfs` or `systemd`); must match runc's
+    /// `SystemdCgroup` option.
+    pub cgroup_driver: CgroupDriver,
+    /// kubelet's `cgroupsPerQOS`: pod cgroups under QoS tiers; false leaves pods in the
+    /// runtime's default cgroup (and enforces nothing).
+    #[serde(rename = "cgroupsPerQOS")]
+    pub cgroups_per_qos: bool,
+    /// The cgroup the pods' parent is made under (kubelet's `cgroupRoot`).
+    pub cgroup_root: String,
+    /// The name of the pods' parent cgroup (kubelet's fixed `kubepods`).
+    pub pods_cgroup_name: String,
+    /// Held back for the system (firmware) from pods: `cpu`, `memory`, `pid`.
+    pub system_reserved: Reserved,
+    /// Held back for the agent and the runtime from pods: `cpu`, `memory`, `pid`.
+    pub kube_reserved: Reserved,
+    /// `["pods"]`: the pods' parent cgroup is limited to node allocatable; `["none"]`
+    /// or `[]`: allocatable is only reported.
+    pub enforce_node_allocatable: Vec<String>,
+    /// kubelet's hard eviction thresholds: `memory.available`, `nodefs.available`,
+    /// `pid.available` as a quantity or a percentage of capacity.
+    pub eviction_hard: std::collections::BTreeMap<String, String>,
     /// The cluster uplink; absent means local-only (pods from `apply` and manifest
     /// directories only). Needs a build with the `uplink` feature.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -177,6 +200,14 @@ impl Default for Config {
             status_address: String::new(),
             status_allow_non_loopback: false,
             log_level: "info".into(),
+            cgroup_driver: CgroupDriver::default(),
+            cgroups_per_qos: true,
+            cgroup_root: "/".into(),
+            pods_cgroup_name: "kubepods".into(),
+            system_reserved: Reserved::new(),
+            kube_reserved: Reserved::new(),
+            enforce_node_allocatable: vec!["pods".into()],
+            eviction_hard: node_resources::default_eviction_hard(),
             api_server: None,
         }
     }
@@ -316,6 +347,7 @@ impl Config {
             );
         }
         self.status_socket_address()?;
+        node_resources::validate(self)?;
         match &self.api_server {
             #[cfg(not(feature = "uplink"))]
             Some(_) => err(

@@ -10,6 +10,7 @@
 //! - [`kuberuntime`]: turning pods into CRI sandboxes/containers and back into status.
 //! - [`agent`]: the sync loop, pod workers, PLEG and backoff.
 //! - [`gc`]: image GC, container GC, container log rotation.
+//! - [`node`]: pod cgroups and node allocatable (kubelet's container manager).
 //! - [`logs`]: reading CRI container log files (`tinylet logs`).
 //! - [`cli`]: the `tinylet` subcommands.
 //! - [`metrics`]: the agent's counters; [`server`]: the local status endpoint
@@ -35,6 +36,7 @@ pub mod kuberuntime;
 pub mod logs;
 pub mod metrics;
 pub mod model;
+pub mod node;
 pub mod rt;
 pub mod sdnotify;
 pub mod server;

@@ -590,6 +590,8 @@ fn steady_state_bytes_per_hour() {
         store: RefCell::new(tinylet::store::Store::open(&cfg).unwrap()),
         host: tinylet::agent::host::HostFacts::detect(&cfg),
         runtime_name: Default::default(),
+        cgroups: None,
+        pressure: Default::default(),
         silent_registries: Default::default(),
         tokens: Default::default(),
         events: Default::default(),

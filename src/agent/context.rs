@@ -21,6 +21,10 @@ pub struct Context {
     pub store: RefCell<Store>,
     /// What the agent found out about the host at start.
     pub host: HostFacts,
+    /// The pods' cgroups; `None` where the machine cannot have them (warned at start).
+    pub cgroups: Option<crate::node::PodCgroups>,
+    /// The node's pressure as last observed (housekeeping, every 10 s).
+    pub pressure: std::cell::Cell<crate::node::Pressure>,
     /// The runtime's name from Version (`containerd`), for container ids in status.
     pub runtime_name: RefCell<String>,
     /// Registry hosts whose pulls lately ran into their deadline (every pod's worker

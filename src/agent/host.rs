@@ -22,6 +22,8 @@ pub struct HostFacts {
     pub resolv: ResolvConf,
     /// Memory capacity in bytes (for limits.memory defaults in the downward API).
     pub mem_capacity: i64,
+    /// CPU, memory and pid capacity (node allocatable is this less the reservations).
+    pub capacity: crate::node::Resources,
 }
 
 impl HostFacts {
@@ -40,11 +42,13 @@ impl HostFacts {
             });
         let fib = std::fs::read_to_string("/proc/net/fib_trie").unwrap_or_default();
         let route = std::fs::read_to_string("/proc/net/route").unwrap_or_default();
+        let mem_capacity = mem_capacity();
         HostFacts {
+            capacity: crate::node::Resources::capacity(mem_capacity),
             node_name,
             host_ip: host_ipv4(&fib, default_gateway(&route)).unwrap_or_default(),
             resolv: parse_resolv_conf(&resolv_text),
-            mem_capacity: mem_capacity(),
+            mem_capacity,
         }
     }
 }

@@ -12,6 +12,8 @@ use crate::gc::empty_dir_limit::SizeLimits;
 use crate::gc::image::ImageGc;
 use crate::gc::logs::LogRotator;
 use crate::model::Pod;
+use crate::node::eviction::{self, Candidate};
+use crate::node::pressure;
 use smol::Task;
 use std::collections::HashSet;
 use std::rc::Rc;
@@ -51,6 +53,9 @@ pub struct Housekeeping {
     next_image: Instant,
     next_container: Instant,
     next_rotation: Instant,
+    next_pressure: Instant,
+    /// Pods already told to go (each is evicted once).
+    evicted: HashSet<String>,
 }
 
 impl Housekeeping {
@@ -71,12 +76,20 @@ impl Housekeeping {
             next_image: now + cfg.image_gc.period,
             next_container: now + cfg.container_gc.period,
             next_rotation: now + ROTATION_PERIOD,
+            next_pressure: now + ROTATION_PERIOD,
+            evicted: HashSet::new(),
         }
     }
 
     /// Starts the passes that are due. `desired` must be the complete desired set.
-    pub async fn tick(&mut self, ctx: &Rc<Context>, desired: &[&Pod]) {
+    /// Returns the pod to evict (UID, message) when memory runs short.
+    pub async fn tick(&mut self, ctx: &Rc<Context>, desired: &[&Pod]) -> Option<(String, String)> {
         let now = Instant::now();
+        let mut evict = None;
+        if now >= self.next_pressure {
+            self.next_pressure = now + ROTATION_PERIOD;
+            evict = self.pressure(ctx, desired, now);
+        }
         if now >= self.next_rotation {
             if let Some(mut rot) = self.rotator.take_idle().await {
                 self.next_rotation = now + ROTATION_PERIOD;
@@ -93,6 +106,9 @@ impl Housekeeping {
         {
             self.next_container = now + ctx.cfg.container_gc.period;
             self.size_limits.check(&ctx.cfg.pods_dir, desired);
+            if let Some(cg) = &ctx.cgroups {
+                cg.sweep(desired);
+            }
             let uids: Vec<String> = desired.iter().map(|p| p.metadata.uid.clone()).collect();
             let ctx = ctx.clone();
             self.container_gc = Some(crate::rt::spawn(async move {
@@ -125,5 +141,50 @@ impl Housekeeping {
                 }));
             }
         }
+        evict
+    }
+
+    /// Observes node pressure (kept in the context for the node status); under disk
+    /// pressure image GC runs at once, under memory pressure one pod is chosen to go.
+    fn pressure(
+        &mut self,
+        ctx: &Context,
+        desired: &[&Pod],
+        now: Instant,
+    ) -> Option<(String, String)> {
+        let p = pressure::observe(&ctx.cfg, &ctx.host.capacity);
+        let before = ctx.pressure.replace(p);
+        if (p.memory, p.disk, p.pid) != (before.memory, before.disk, before.pid) {
+            log::warn!(
+                "node pressure: memory {}, disk {}, pid {}",
+                p.memory,
+                p.disk,
+                p.pid
+            );
+        }
+        if p.disk && !before.disk {
+            self.next_image = now;
+        }
+        self.evicted
+            .retain(|uid| desired.iter().any(|d| d.metadata.uid == *uid));
+        if !p.memory {
+            return None;
+        }
+        let cgroups = ctx.cgroups.as_ref()?;
+        let candidates: Vec<Candidate> = desired
+            .iter()
+            .filter(|d| !self.evicted.contains(&d.metadata.uid))
+            .filter_map(|pod| {
+                let usage = cgroups.pod_memory_usage(pod)?;
+                Some(Candidate { pod, usage })
+            })
+            .collect();
+        let c = eviction::choose(&candidates)?;
+        let uid = c.pod.metadata.uid.clone();
+        self.evicted.insert(uid.clone());
+        Some((
+            uid,
+            eviction::message(&c, p.memory_available, p.memory_threshold),
+        ))
     }
 }

@@ -169,7 +169,12 @@ impl SyncLoop {
                 .filter(|w| !w.deleting)
                 .map(|w| &w.pod)
                 .collect();
-            self.housekeeping.tick(&self.ctx, &desired).await;
+            let evict = self.housekeeping.tick(&self.ctx, &desired).await;
+            if let Some((uid, message)) = evict {
+                if let Some(w) = self.workers.get(&uid) {
+                    let _ = w.tx.try_send(Msg::Evict(message));
+                }
+            }
         }
     }
 

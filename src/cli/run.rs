@@ -51,7 +51,10 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
         cfg.runtime_endpoint,
         cfg.state_dir.display()
     );
+    let cgroups = crate::node::PodCgroups::setup(&cfg, &host.capacity);
     let ctx = Rc::new(Context {
+        cgroups,
+        pressure: Default::default(),
         cfg,
         cri,
         store: RefCell::new(store),

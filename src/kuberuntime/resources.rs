@@ -36,7 +36,7 @@ impl QosClass {
     }
 }
 
-fn milli(c: &Container, which: &str, name: &str) -> Option<i64> {
+pub(crate) fn milli(c: &Container, which: &str, name: &str) -> Option<i64> {
     let map = if which == "limits" {
         &c.resources.limits
     } else {
@@ -45,7 +45,7 @@ fn milli(c: &Container, which: &str, name: &str) -> Option<i64> {
     map.get(name).map(|q| q.milli_value())
 }
 
-fn bytes(c: &Container, which: &str, name: &str) -> Option<i64> {
+pub(crate) fn bytes(c: &Container, which: &str, name: &str) -> Option<i64> {
     let map = if which == "limits" {
         &c.resources.limits
     } else {
@@ -55,7 +55,7 @@ fn bytes(c: &Container, which: &str, name: &str) -> Option<i64> {
 }
 
 /// A request defaults to the limit when only the limit is given (API server defaulting).
-fn request_milli(c: &Container, name: &str) -> Option<i64> {
+pub(crate) fn request_milli(c: &Container, name: &str) -> Option<i64> {
     milli(c, "requests", name).or_else(|| milli(c, "limits", name))
 }
 
@@ -107,13 +107,13 @@ pub fn oom_score_adj(qos: QosClass, c: &Container, mem_capacity: i64) -> i64 {
 /// kubelet's `MilliCPUToShares`: `milli x 1024 / 1000` within [2, 262144] (2 is the
 /// kernel's minimum, what no request gets). Saturating: validation bounds CPU
 /// quantities, and nothing here may wrap whatever it is given.
-fn cpu_shares(milli: i64) -> i64 {
+pub(crate) fn cpu_shares(milli: i64) -> i64 {
     (milli.saturating_mul(SHARES_PER_CPU) / 1000).clamp(MIN_SHARES, MAX_SHARES)
 }
 
 /// kubelet's `milliCPUToQuota`: a limit of 0 is no quota; otherwise `milli x period /
 /// 1000`, at least 1 ms, saturating and at most what the kernel accepts.
-fn cpu_quota(milli: i64) -> i64 {
+pub(crate) fn cpu_quota(milli: i64) -> i64 {
     if milli <= 0 {
         return 0;
     }

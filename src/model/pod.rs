@@ -45,6 +45,12 @@ pub struct PodSpec {
     pub termination_grace_period_seconds: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub active_deadline_seconds: Option<i64>,
+    /// `system-node-critical` / `system-cluster-critical`: never evicted.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub priority_class_name: String,
+    /// The priority the API server resolved (lower is evicted first).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i32>,
     pub dns_policy: DnsPolicy,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dns_config: Option<PodDnsConfig>,

@@ -47,6 +47,8 @@ pub enum Reason {
     ContainerCannotRun,
     /// The pod ran longer than its `activeDeadlineSeconds`.
     DeadlineExceeded,
+    /// The node ran low on a resource and stopped the pod (kubelet's eviction).
+    Evicted,
     /// The pod's `Ready` or `ContainersReady` condition: some container is not ready.
     ContainersNotReady,
     /// The pod's `Initialized` condition: some init container has not completed.
@@ -67,7 +69,7 @@ pub enum Reason {
 
 impl Reason {
     /// Every reason, for [`Reason::parse`].
-    pub const ALL: [Reason; 24] = [
+    pub const ALL: [Reason; 25] = [
         Reason::CreateContainerConfigError,
         Reason::CreateContainerError,
         Reason::RunContainerError,
@@ -84,6 +86,7 @@ impl Reason {
         Reason::OOMKilled,
         Reason::ContainerCannotRun,
         Reason::DeadlineExceeded,
+        Reason::Evicted,
         Reason::ContainersNotReady,
         Reason::ContainersNotInitialized,
         Reason::PodCompleted,
@@ -113,6 +116,7 @@ impl Reason {
             Reason::OOMKilled => "OOMKilled",
             Reason::ContainerCannotRun => "ContainerCannotRun",
             Reason::DeadlineExceeded => "DeadlineExceeded",
+            Reason::Evicted => "Evicted",
             Reason::ContainersNotReady => "ContainersNotReady",
             Reason::ContainersNotInitialized => "ContainersNotInitialized",
             Reason::PodCompleted => "PodCompleted",

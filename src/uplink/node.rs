@@ -223,7 +223,14 @@ impl StatusTask {
         let observed = Observed {
             runtime_errors: self.health.errors(Instant::now()),
             runtime_version: self.runtime_version.clone(),
-            pressure: Default::default(),
+            pressure: {
+                let p = self.up.ctx.pressure.get();
+                status::Pressure {
+                    memory: p.memory,
+                    disk: p.disk,
+                    pid: p.pid,
+                }
+            },
         };
         let now = format_rfc3339(SystemTime::now());
         let s = status::build(&self.machine, &observed, &self.priors, &now);

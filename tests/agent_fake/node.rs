@@ -62,6 +62,8 @@ impl FakeNode {
             // set their own period.
             "containerGC": {"period": "1h"},
             "imageGC": {"period": "1h"},
+            // The fake runtime makes no cgroups: no pod cgroups on this machine for it.
+            "cgroupsPerQOS": false,
         });
         tweak(&mut cfg);
         let config = dir.join("config.json");

@@ -52,7 +52,21 @@ impl Node {
         let dir = c.dir().join(format!("node-{name}"));
         std::fs::create_dir_all(dir.join("host")).unwrap();
         let config = dir.join("config.json");
+        // Pod cgroups of this node's own, below a root the harness removes with the
+        // instance (tests/harness/containerd.sh drop_cgroups).
+        let tag = |p: &Path| p.file_name().unwrap().to_string_lossy().into_owned();
+        let cgroup_root = format!(
+            "/tinylet-e2e/{}-{}",
+            tag(c.dir().parent().unwrap()),
+            tag(c.dir())
+        );
+        let pods_cgroup: String = name
+            .chars()
+            .map(|ch| if ch.is_ascii_alphanumeric() { ch } else { '_' })
+            .collect();
         let cfg = json!({
+            "cgroupRoot": cgroup_root,
+            "podsCgroupName": format!("node_{pods_cgroup}"),
             "nodeName": format!("node-{name}"),
             "runtimeEndpoint": c.endpoint(),
             "stateDir": dir.join("state"),

@@ -288,6 +288,18 @@ kill_tasks() {
 	[ "${#socks[@]}" -eq 0 ] || rm -f "${socks[@]}"
 }
 
+# The (empty) pod cgroups of DIR's agents: tests/agent_support puts them under
+# /tinylet-e2e/SESSION-INSTANCE in every hierarchy. Only empty cgroups can go (rmdir);
+# kill_tasks ended their processes.
+drop_cgroups() {
+	local dir=$1 tag h
+	tag="$(basename "$(dirname "$dir")")-$(basename "$dir")"
+	for h in /sys/fs/cgroup /sys/fs/cgroup/*; do
+		[ -d "$h/tinylet-e2e/$tag" ] || continue
+		find "$h/tinylet-e2e/$tag" -depth -type d -exec rmdir {} + 2>/dev/null || true
+	done
+}
+
 # Pod networking of DIR: netns mounts live under state/ (unmounted with it); the bridge
 # and the portmap plugin's per-pod NAT rules (hostPort) are removed here.
 drop_network() {
@@ -365,6 +377,7 @@ cmd_down() {
 	done
 	[ -f "$dir/config.toml" ] && stop_containerd "$dir"
 	kill_tasks "$dir"
+	drop_cgroups "$dir"
 	drop_network "$dir"
 	unmount_under "$dir"
 	slot=$(cat "$dir/slot" 2>/dev/null || true)

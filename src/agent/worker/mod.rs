@@ -58,6 +58,9 @@ pub enum Msg {
     Wake,
     /// The pod is no longer desired: stop it with its grace period and remove it.
     Delete,
+    /// The node is short of memory and chose this pod: it fails (`Evicted`, with this
+    /// message), its containers are killed and never restarted.
+    Evict(String),
     /// The pod's desired file was damaged; the agent quarantined it and wrote the last
     /// good spec back. Said in the status (reason and message) until the spec changes.
     DesiredFileRestored(String),
@@ -91,6 +94,8 @@ struct Worker {
     probes: PodProbes,
     /// The pod is past its activeDeadlineSeconds: Failed, killed, never restarted.
     deadline_exceeded: bool,
+    /// The node evicted the pod (the message): Failed, killed, never restarted.
+    evicted: Option<String>,
     /// The sync loop's last relist showed nothing of this pod on the runtime, and only
     /// this worker makes things for its uid: the first sync needs not ask again.
     known_absent: bool,
@@ -147,6 +152,7 @@ pub fn spawn(ctx: Rc<Context>, pod: Pod, known_absent: bool) -> (Sender<Msg>, sm
         wake_at: None,
         probes: PodProbes::default(),
         deadline_exceeded: false,
+        evicted: None,
         known_absent,
         first_sync: true,
         store_note: None,
@@ -196,6 +202,13 @@ impl Worker {
                     }
                     Msg::DesiredFileRestored(note) => self.store_note = Some(note),
                     Msg::Wake => {}
+                    Msg::Evict(message) => {
+                        if self.evicted.is_none() && self.terminal.is_none() {
+                            log::warn!("pod {}: evicted: {message}", self.name());
+                            self.probes.stop_all();
+                            self.evicted = Some(message);
+                        }
+                    }
                     Msg::Delete => {
                         self.probes.stop_all();
                         return Box::pin(self.terminate()).await;

@@ -34,8 +34,15 @@ impl Worker {
         let attempt = acts
             .create_sandbox
             .unwrap_or_else(|| observed.latest_sandbox().map_or(0, |s| s.attempt));
-        let sb_cfg = sandbox_config(&self.pod, attempt, &cfg.pod_logs_dir, &self.ctx.host.resolv);
+        let mut sb_cfg =
+            sandbox_config(&self.pod, attempt, &cfg.pod_logs_dir, &self.ctx.host.resolv);
+        if let (Some(cg), Some(linux)) = (&self.ctx.cgroups, sb_cfg.linux.as_mut()) {
+            linux.cgroup_parent = cg.cgroup_parent(&self.pod);
+        }
         if acts.create_sandbox.is_none() {
+            if let Some(cg) = &self.ctx.cgroups {
+                cg.note(&self.pod);
+            }
             let latest = observed.latest_sandbox()?;
             return Some((
                 acts.sandbox_id.clone().unwrap_or_else(|| latest.id.clone()),
@@ -53,6 +60,10 @@ impl Worker {
         self.unstale_status(observed, &starting);
         self.make_log_directory();
         log::info!("pod {}: creating sandbox (attempt {attempt})", self.name());
+        if let Some(Err(e)) = self.ctx.cgroups.as_ref().map(|cg| cg.ensure(&self.pod)) {
+            // The pods' parent still bounds it; the runtime makes the cgroup itself.
+            log::warn!("pod {}: its cgroup's limits: {e}", self.name());
+        }
         let id = match self
             .ctx
             .cri

@@ -82,9 +82,12 @@ impl Worker {
             now: &now,
             init_failed: self.init_failed,
             probes: &self.probes.status(),
-            failed: self
-                .deadline_exceeded
-                .then_some((deadline::REASON, deadline::MESSAGE)),
+            failed: match &self.evicted {
+                Some(message) => Some((Reason::Evicted, message.as_str())),
+                None => self
+                    .deadline_exceeded
+                    .then_some((deadline::REASON, deadline::MESSAGE)),
+            },
             terminal: self.terminal,
         });
         if let Some(message) = self.offline.status_message() {

@@ -56,7 +56,7 @@ impl Worker {
             Step::Wait => {}
         }
         let observed = observe::after(&self.ctx, &uid, observed, effects).await;
-        if !self.deadline_exceeded && self.terminal.is_none() {
+        if !self.deadline_exceeded && self.evicted.is_none() && self.terminal.is_none() {
             let (ctx, pod) = (&self.ctx, &self.pod);
             if let Some(at) = self.offline.schedule(ctx, pod, &self.pulls) {
                 self.wake_no_later_than(at);
@@ -82,7 +82,7 @@ impl Worker {
         if self.terminal.is_none() {
             self.deadline_exceeded = self.check_deadline();
         }
-        if self.deadline_exceeded {
+        if self.deadline_exceeded || self.evicted.is_some() {
             return Step::Stop;
         }
         if self.terminal.is_some() {

@@ -32,6 +32,9 @@ impl Worker {
                 }
             }
         }
+        if let Some(cg) = &self.ctx.cgroups {
+            cg.remove(&uid);
+        }
         let (ns, name) = (&self.pod.metadata.namespace, &self.pod.metadata.name);
         if let Err(e) = self.ctx.store.borrow_mut().remove_status(ns, name) {
             log::warn!("pod {ns}/{name}: cannot remove status: {e}");

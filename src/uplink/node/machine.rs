@@ -22,6 +22,9 @@ pub struct Machine {
     pub ephemeral_storage: Option<u64>,
     /// The pods the node accepts (`status.capacity.pods`).
     pub max_pods: u32,
+    /// CPU (millis) and memory (bytes) held back from pods: `systemReserved` +
+    /// `kubeReserved` (+ the hard memory eviction threshold); allocatable is the rest.
+    pub reserved: (u64, u64),
     /// `/etc/machine-id`.
     pub machine_id: String,
     /// The DMI product UUID.
@@ -54,6 +57,10 @@ impl Machine {
             memory: u64::try_from(ctx.host.mem_capacity).unwrap_or(0),
             ephemeral_storage: storage,
             max_pods,
+            reserved: (
+                crate::config::reserved(cfg, "cpu").max(0) as u64,
+                crate::node::reserved_memory(cfg, ctx.host.mem_capacity).max(0) as u64,
+            ),
             machine_id: first_of(&["/etc/machine-id", "/var/lib/dbus/machine-id"]),
             system_uuid: first_of(&["/sys/class/dmi/id/product_uuid"]),
             boot_id: first_of(&["/proc/sys/kernel/random/boot_id"]),

@@ -267,10 +267,18 @@ pub fn build(m: &Machine, obs: &Observed, priors: &[PriorCondition], now: &str) 
         kind: "Hostname",
         address: m.hostname.clone(),
     });
+    let cpu_milli = u64::from(m.cpus).saturating_mul(1000);
+    let cpu_milli = cpu_milli.saturating_sub(m.reserved.0);
     NodeStatus {
-        // No node reservations (kubeReserved, systemReserved, eviction thresholds)
-        // exist yet, so everything the node has is allocatable to pods.
-        allocatable: capacity.clone(),
+        allocatable: Resources {
+            cpu: if cpu_milli % 1000 == 0 {
+                (cpu_milli / 1000).to_string()
+            } else {
+                format!("{cpu_milli}m")
+            },
+            memory: binary_si(m.memory.saturating_sub(m.reserved.1)),
+            ..capacity.clone()
+        },
         capacity,
         conditions,
         addresses,

@@ -8,6 +8,7 @@ fn machine() -> Machine {
         memory: 2 << 30,
         ephemeral_storage: Some(24683652 * 1024),
         max_pods: 110,
+        reserved: (0, 0),
         machine_id: "m".into(),
         system_uuid: String::new(),
         boot_id: "b".into(),
@@ -37,6 +38,16 @@ fn a_ready_node_looks_like_kubelets() {
             "memory": "2Gi", "pods": "110"})
     );
     assert_eq!(json["allocatable"], json["capacity"]);
+    let reserved = Machine {
+        reserved: (300, 320 << 20),
+        ..machine()
+    };
+    let json = serde_json::to_value(build(&reserved, &ready(), &[], "T1")).unwrap();
+    assert_eq!(
+        json["allocatable"],
+        serde_json::json!({"cpu": "3700m", "ephemeral-storage": "24683652Ki",
+            "memory": "1728Mi", "pods": "110"})
+    );
     let kinds: Vec<&str> = s.conditions.iter().map(|c| c.kind).collect();
     assert_eq!(
         kinds,

@@ -1,0 +1,286 @@
+//! The pods' cgroups as kubelet's container manager lays them out: one parent for all
+//! pods (`kubepods`, limited to node allocatable), QoS tiers `burstable` and
+//! `besteffort` below it (guaranteed pods sit in the parent), and one cgroup per pod
+//! (`pod<UID>`) with the pod's summed limits, passed to the runtime as the sandbox's
+//! `cgroup_parent`. The runtime makes each container's cgroup below it.
+//!
+//! Workers ask for a pod's cgroup before its sandbox is made; a deleted pod's cgroup is
+//! removed once its processes are gone, and the container GC period sweeps cgroups of
+//! pods no longer desired (left by an agent that stopped), so nothing needs to be
+//! remembered across restarts. Adopted pods keep theirs: the name depends only on the
+//! pod's UID and QoS class.
+
+use super::capacity::Resources;
+use super::cgroup_name::CgroupName;
+use super::hierarchy::{Hierarchy, Limits, CONTROLLERS};
+use super::pod_resources::{cpu_request_milli, pod_limits};
+use crate::config::{CgroupDriver, Config};
+use crate::kuberuntime::resources::{cpu_shares, qos_class, QosClass};
+use crate::model::Pod;
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, HashSet};
+
+/// The pods' cgroup tree on this machine.
+#[derive(Debug)]
+pub struct PodCgroups {
+    hierarchy: Hierarchy,
+    driver: CgroupDriver,
+    /// The parent of all pods (`kubepods`).
+    pods: CgroupName,
+    /// Controllers the hierarchy lacks: their limits are not written.
+    missing: Vec<&'static str>,
+    /// CPU requests (millis) of the burstable pods, by UID: the tier's shares.
+    burstable: RefCell<BTreeMap<String, i64>>,
+    burstable_shares: Cell<i64>,
+}
+
+impl PodCgroups {
+    /// Makes the pods' parent (with node allocatable when `enforceNodeAllocatable` has
+    /// `pods`) and the QoS tiers. `None`, after a warning naming what is missing, when
+    /// this machine cannot: pods then run in the runtime's default cgroup.
+    pub fn setup(cfg: &Config, capacity: &Resources) -> Option<PodCgroups> {
+        if !cfg.cgroups_per_qos {
+            log::info!("cgroupsPerQOS is off: pods run in the runtime's default cgroup");
+            return None;
+        }
+        let Some(hierarchy) = Hierarchy::detect() else {
+            log::warn!(
+                "no cgroup or cgroup2 file system in /proc/self/mountinfo: pods run \
+                 without pod cgroups and node allocatable is not enforced"
+            );
+            return None;
+        };
+        let missing = hierarchy.missing();
+        if !missing.is_empty() {
+            log::warn!(
+                "cgroup {}: controller(s) {} not available: pods' {} limits are not enforced",
+                hierarchy.version(),
+                missing.join(", "),
+                missing.join("/")
+            );
+        }
+        let pc = PodCgroups {
+            pods: CgroupName::from_path(&cfg.cgroup_root).child(&cfg.pods_cgroup_name),
+            hierarchy,
+            driver: cfg.cgroup_driver,
+            missing,
+            burstable: RefCell::default(),
+            burstable_shares: Cell::new(0),
+        };
+        let alloc = capacity.allocatable(cfg);
+        let enforce = cfg.enforce_node_allocatable.iter().any(|e| e == "pods");
+        let parent = Limits {
+            cpu_shares: Some(cpu_shares(alloc.cpu_milli)),
+            memory: (enforce && alloc.memory > 0).then_some(alloc.memory),
+            pids: (enforce && alloc.pids > 0).then_some(alloc.pids),
+            cpu_quota: None,
+        };
+        let best_effort = Limits {
+            cpu_shares: Some(2),
+            ..Limits::default()
+        };
+        let made = pc
+            .make(&pc.pods, &parent)
+            .and_then(|()| pc.make(&pc.tier(QosClass::Burstable), &Limits::default()))
+            .and_then(|()| pc.make(&pc.tier(QosClass::BestEffort), &best_effort));
+        if let Err(e) = made {
+            log::warn!(
+                "cannot set up the pods' cgroups ({e}): pods run in the runtime's default \
+                 cgroup and node allocatable is not enforced"
+            );
+            return None;
+        }
+        log::info!(
+            "pod cgroups under {} (driver {}, cgroup {}); pods together may use {} \
+             bytes of memory and {} pids{}",
+            pc.rel(&pc.pods),
+            if pc.driver == CgroupDriver::Systemd {
+                "systemd"
+            } else {
+                "cgroupfs"
+            },
+            pc.hierarchy.version(),
+            alloc.memory,
+            alloc.pids,
+            if enforce {
+                ""
+            } else {
+                " (not enforced: enforceNodeAllocatable)"
+            }
+        );
+        Some(pc)
+    }
+
+    /// The cgroup's path below the hierarchy's root, as the driver names it.
+    fn rel(&self, name: &CgroupName) -> String {
+        match self.driver {
+            CgroupDriver::Cgroupfs => name.cgroupfs(),
+            CgroupDriver::Systemd => name.systemd_path(),
+        }
+    }
+
+    /// Makes `name` with `limits`, leaving out controllers the machine lacks.
+    fn make(&self, name: &CgroupName, limits: &Limits) -> std::io::Result<()> {
+        let has = |c| !self.missing.contains(&c);
+        let usable = Limits {
+            cpu_shares: limits.cpu_shares.filter(|_| has("cpu")),
+            cpu_quota: limits.cpu_quota.filter(|_| has("cpu")),
+            memory: limits.memory.filter(|_| has("memory")),
+            pids: limits.pids.filter(|_| has("pids")),
+        };
+        self.hierarchy.ensure(&self.rel(name), &usable)
+    }
+
+    fn tier(&self, qos: QosClass) -> CgroupName {
+        match qos {
+            QosClass::Guaranteed => self.pods.clone(),
+            QosClass::Burstable => self.pods.child("burstable"),
+            QosClass::BestEffort => self.pods.child("besteffort"),
+        }
+    }
+
+    fn pod_cgroup(&self, uid: &str, qos: QosClass) -> CgroupName {
+        self.tier(qos).child(&format!("pod{uid}"))
+    }
+
+    /// The last path element of pod `uid`'s cgroup in the tier of `qos`.
+    fn leaf(&self, uid: &str, qos: QosClass) -> String {
+        let rel = self.rel(&self.pod_cgroup(uid, qos));
+        rel.rsplit('/').next().unwrap_or_default().to_string()
+    }
+
+    /// The sandbox's `cgroup_parent` for `pod`: a cgroupfs path or a slice name.
+    pub fn cgroup_parent(&self, pod: &Pod) -> String {
+        let name = self.pod_cgroup(&pod.metadata.uid, qos_class(pod));
+        match self.driver {
+            CgroupDriver::Cgroupfs => name.cgroupfs(),
+            CgroupDriver::Systemd => name.systemd_slice(),
+        }
+    }
+
+    /// Makes `pod`'s cgroup with its summed limits (before its sandbox is made).
+    pub fn ensure(&self, pod: &Pod) -> std::io::Result<()> {
+        let qos = qos_class(pod);
+        self.make(
+            &self.pod_cgroup(&pod.metadata.uid, qos),
+            &pod_limits(pod, qos),
+        )?;
+        self.note(pod);
+        Ok(())
+    }
+
+    /// Counts a running pod (made now or adopted) in its tier's CPU shares.
+    pub fn note(&self, pod: &Pod) {
+        if qos_class(pod) == QosClass::Burstable {
+            self.burstable
+                .borrow_mut()
+                .insert(pod.metadata.uid.clone(), cpu_request_milli(pod));
+            self.update_burstable_shares();
+        }
+    }
+
+    /// kubelet's burstable tier: shares for the sum of its pods' CPU requests.
+    fn update_burstable_shares(&self) {
+        let sum = self
+            .burstable
+            .borrow()
+            .values()
+            .fold(0i64, |a, b| a.saturating_add(*b));
+        let shares = cpu_shares(sum);
+        if shares == self.burstable_shares.get() {
+            return;
+        }
+        let limits = Limits {
+            cpu_shares: Some(shares),
+            ..Limits::default()
+        };
+        match self.make(&self.tier(QosClass::Burstable), &limits) {
+            Ok(()) => self.burstable_shares.set(shares),
+            Err(e) => log::warn!("burstable pods' CPU shares: {e}"),
+        }
+    }
+
+    /// Removes pod `uid`'s cgroup (from whichever tier holds it) once its processes
+    /// are gone; a cgroup still in use stays for the next sweep.
+    pub fn remove(&self, uid: &str) {
+        if self.burstable.borrow_mut().remove(uid).is_some() {
+            self.update_burstable_shares();
+        }
+        for qos in [
+            QosClass::Guaranteed,
+            QosClass::Burstable,
+            QosClass::BestEffort,
+        ] {
+            let rel = self.rel(&self.pod_cgroup(uid, qos));
+            if let Err(e) = self.hierarchy.remove(&rel) {
+                log::debug!("pod cgroup {rel}: not removed yet: {e}");
+            }
+        }
+    }
+
+    /// Removes every pod cgroup that is not `desired`'s (in the tier of its QoS class):
+    /// pods deleted while the agent was away, or moved to another tier.
+    pub fn sweep(&self, desired: &[&Pod]) {
+        let keep: HashSet<String> = desired
+            .iter()
+            .map(|p| self.leaf(&p.metadata.uid, qos_class(p)))
+            .collect();
+        self.burstable
+            .borrow_mut()
+            .retain(|uid, _| desired.iter().any(|p| p.metadata.uid == *uid));
+        self.update_burstable_shares();
+        for qos in [
+            QosClass::Guaranteed,
+            QosClass::Burstable,
+            QosClass::BestEffort,
+        ] {
+            let prefix = self.leaf("", qos);
+            let prefix = prefix.trim_end_matches(".slice");
+            let tier = self.rel(&self.tier(qos));
+            for child in self.hierarchy.children(&tier) {
+                if !child.starts_with(prefix) || keep.contains(&child) {
+                    continue;
+                }
+                let rel = format!("{}/{child}", tier.trim_end_matches('/'));
+                match self.hierarchy.remove(&rel) {
+                    Ok(()) => log::info!("removed the cgroup {rel} of a pod that is gone"),
+                    Err(e) => log::debug!("pod cgroup {rel}: not removed yet: {e}"),
+                }
+            }
+        }
+    }
+
+    /// The memory working set of `pod`'s cgroup (usage less inactive file pages, as
+    /// kubelet counts it); `None` when it cannot be read.
+    pub fn pod_memory_usage(&self, pod: &Pod) -> Option<i64> {
+        let name = self.pod_cgroup(&pod.metadata.uid, qos_class(pod));
+        let dir = self.hierarchy.dir("memory", &self.rel(&name))?;
+        let v2 = matches!(self.hierarchy, Hierarchy::V2(_));
+        let (usage, inactive) = if v2 {
+            ("memory.current", "inactive_file ")
+        } else {
+            ("memory.usage_in_bytes", "total_inactive_file ")
+        };
+        let usage: i64 = std::fs::read_to_string(dir.join(usage))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()?;
+        let stat = std::fs::read_to_string(dir.join("memory.stat")).unwrap_or_default();
+        let inactive: i64 = stat
+            .lines()
+            .find_map(|l| l.strip_prefix(inactive))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        Some((usage - inactive).max(0))
+    }
+
+    /// The directory of the pods' parent cgroup holding `controller`'s files (for
+    /// pressure readings and tests).
+    pub fn pods_dir(&self, controller: &str) -> Option<std::path::PathBuf> {
+        if !CONTROLLERS.contains(&controller) || self.missing.contains(&controller) {
+            return None;
+        }
+        self.hierarchy.dir(controller, &self.rel(&self.pods))
+    }
+}
