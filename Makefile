@@ -2,6 +2,7 @@
 #   make demo        run the agent on a private containerd with an example pod
 #   make test        the whole host test suite (starts its own containerd)
 #   make cross-test  static aarch64 + armv7 builds, unit tests under qemu
+#   make arm-e2e     the static aarch64 agent on an emulated 256/128 MB board
 #   make bench       performance numbers (CRI latency, RSS, CPU, sizes)
 #   make static TARGET=aarch64-unknown-linux-musl
 #   make release     per-target tarballs in dist/

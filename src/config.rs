@@ -74,6 +74,10 @@ pub struct Config {
     /// Deadline of one PullImage call.
     #[serde(with = "duration")]
     pub image_pull_timeout: Duration,
+    /// At most this many RunPodSandbox/CreateContainer/StartContainer calls in flight
+    /// at once, and as many PullImage calls: a small board's runtime thrashes when
+    /// asked for many at once (after a reboot) and every call outlasts its deadline.
+    pub max_parallel_runtime_operations: u32,
     /// How long a pull that the pull policy asks for may keep a container waiting when
     /// a local copy of its image exists: past it the local copy runs (`OfflineImage`)
     /// and the pull goes on in the background with `imagePullTimeout`. 0: the local
@@ -187,6 +191,7 @@ impl Default for Config {
             pleg_period: Duration::from_secs(1),
             runtime_request_timeout: Duration::from_secs(120),
             image_pull_timeout: Duration::from_secs(600),
+            max_parallel_runtime_operations: 8,
             image_pull_fallback_timeout: Duration::from_secs(3),
             sandbox_image: "registry.k8s.io/pause:3.9".into(),
             allowed_host_paths: Vec::new(),
@@ -306,6 +311,12 @@ impl Config {
             return err(
                 "plegPeriod",
                 format!("must be at least 100ms, got {:?}", self.pleg_period),
+            );
+        }
+        if self.max_parallel_runtime_operations == 0 {
+            return err(
+                "maxParallelRuntimeOperations",
+                "must be at least 1, got 0".into(),
             );
         }
         if self.image_pull_fallback_timeout > self.image_pull_timeout {

@@ -30,3 +30,5 @@ mod probes;
 mod start;
 #[path = "agent_fake/terminal.rs"]
 mod terminal;
+#[path = "agent_fake/unanswered.rs"]
+mod unanswered;

@@ -169,6 +169,7 @@ fn small_boards_get_small_budgets() {
     assert_eq!(u64_at(&small, "/containerLogMaxSize"), 256 << 10);
     assert_eq!(str_at(&small, "/plegPeriod"), "2s");
     assert_eq!(str_at(&small, "/statusAddress"), "");
+    assert_eq!(u64_at(&small, "/maxParallelRuntimeOperations"), 2);
     let pi3 = effective(&dir.join("rpi3-zero2w-armv7.json"));
     assert_eq!(str_at(&pi3, "/podLogsDir"), "/run/tinylet/pod-logs");
     assert_eq!(u64_at(&pi3, "/imageGC/maxBytes"), 2 << 30);

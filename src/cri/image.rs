@@ -7,7 +7,8 @@
 
 use super::pb;
 use super::runtime::missing;
-use super::{Channel, CriError};
+use super::{Channel, CriError, Limit};
+use std::rc::Rc;
 use std::time::Duration;
 
 const LIST_IMAGES: &str = "/runtime.v1.ImageService/ListImages";
@@ -22,6 +23,7 @@ pub struct ImageClient {
     channel: Channel,
     timeout: Duration,
     pull_timeout: Duration,
+    pulls: Rc<Limit>,
 }
 
 /// An image reference as the CRI wants it.
@@ -52,7 +54,15 @@ impl ImageClient {
             channel,
             timeout,
             pull_timeout,
+            pulls: Limit::unbounded(),
         }
+    }
+
+    /// This client with its pulls under `pulls` (see [`Limit`]). Pulls get a bound of
+    /// their own: a pull that waits on a hanging registry must not hold the slot a
+    /// container start of a local image needs.
+    pub fn limited(self, pulls: Rc<Limit>) -> ImageClient {
+        ImageClient { pulls, ..self }
     }
 
     /// The channel the calls go through.
@@ -107,6 +117,7 @@ impl ImageClient {
             auth: auth.map(with_url_server_address),
             sandbox_config,
         };
+        let _turn = self.pulls.acquire().await;
         let resp: pb::PullImageResponse =
             self.channel.unary(PULL_IMAGE, &req, Some(timeout)).await?;
         if resp.image_ref.is_empty() {

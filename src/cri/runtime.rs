@@ -7,8 +7,9 @@
 //! own limit for ExecSync. Errors are [`CriError`]s naming the method.
 
 use super::{list_items, pb};
-use super::{Channel, Code, CriError};
+use super::{Channel, Code, CriError, Limit};
 use bytes::Bytes;
+use std::rc::Rc;
 use std::time::Duration;
 
 /// The API version kubelet announces in VersionRequest.
@@ -36,13 +37,24 @@ const LIST_CONTAINER_STATS: &str = "/runtime.v1.RuntimeService/ListContainerStat
 pub struct RuntimeClient {
     channel: Channel,
     timeout: Duration,
+    heavy: Rc<Limit>,
 }
 
 impl RuntimeClient {
     /// A client on `channel` whose calls time out after `timeout` (kubelet's
     /// `runtimeRequestTimeout`, 2 minutes by default).
     pub fn new(channel: Channel, timeout: Duration) -> RuntimeClient {
-        RuntimeClient { channel, timeout }
+        RuntimeClient {
+            channel,
+            timeout,
+            heavy: Limit::unbounded(),
+        }
+    }
+
+    /// This client with its heavy calls (RunPodSandbox, CreateContainer,
+    /// StartContainer) under `heavy` (see [`Limit`]).
+    pub fn limited(self, heavy: Rc<Limit>) -> RuntimeClient {
+        RuntimeClient { heavy, ..self }
     }
 
     /// The channel the calls go through.
@@ -78,6 +90,7 @@ impl RuntimeClient {
             config: Some(config),
             runtime_handler: runtime_handler.into(),
         };
+        let _turn = self.heavy.acquire().await;
         let resp: pb::RunPodSandboxResponse = self
             .channel
             .unary(RUN_POD_SANDBOX, &req, Some(self.timeout * 2))
@@ -159,6 +172,7 @@ impl RuntimeClient {
             config: Some(config),
             sandbox_config: Some(sandbox_config),
         };
+        let _turn = self.heavy.acquire().await;
         let resp: pb::CreateContainerResponse = self
             .channel
             .unary(CREATE_CONTAINER, &req, Some(self.timeout))
@@ -171,6 +185,7 @@ impl RuntimeClient {
         let req = pb::StartContainerRequest {
             container_id: id.into(),
         };
+        let _turn = self.heavy.acquire().await;
         let _: pb::StartContainerResponse = self
             .channel
             .unary(START_CONTAINER, &req, Some(self.timeout))

@@ -16,7 +16,8 @@
 //!   postStart hook);
 //! - `deadline`: the pod's `activeDeadlineSeconds`;
 //! - `status`: writing the pod's status;
-//! - `terminate`: stopping and removing a pod that is no longer desired.
+//! - `terminate`: stopping and removing a pod that is no longer desired;
+//! - `unanswered`: a create or start that timed out, checked with the runtime.
 //!
 //! A container that cannot start now waits with kubelet's reason for it
 //! (`Worker::cannot_start`, `Worker::backs_off`; for all of the pod's at once,
@@ -29,6 +30,7 @@ mod start;
 mod status;
 mod sync;
 mod terminate;
+mod unanswered;
 
 use super::backoff::Backoff;
 use super::context::Context;
@@ -104,6 +106,10 @@ struct Worker {
     first_sync: bool,
     /// What happened to the pod's desired file, for the status ([`Msg::DesiredFileRestored`]).
     store_note: Option<String>,
+    /// The worker's own messages (a clone of what `run` reads), and those taken from
+    /// it during a sync to see whether a new spec came (`run` handles them next).
+    inbox: Receiver<Msg>,
+    early: Vec<Msg>,
 }
 
 /// A pod as the logs name it: `namespace/name`.
@@ -156,6 +162,8 @@ pub fn spawn(ctx: Rc<Context>, pod: Pod, known_absent: bool) -> (Sender<Msg>, sm
         known_absent,
         first_sync: true,
         store_note: None,
+        inbox: rx.clone(),
+        early: Vec::new(),
     };
     (tx, crate::rt::spawn(w.run(rx)))
 }
@@ -176,8 +184,13 @@ impl Worker {
             // only while it runs, so a waiting worker's task holds little more than
             // the Worker itself (about 8 KB less per pod than the sync inlined).
             Box::pin(self.sync()).await;
-            let mut msgs = match self.wait(&rx).await {
-                Woken::Timer => Vec::new(),
+            let early = std::mem::take(&mut self.early);
+            let woken = match early.is_empty() {
+                true => self.wait(&rx).await,
+                false => Woken::Timer,
+            };
+            let mut msgs = match woken {
+                Woken::Timer => early,
                 Woken::Probe(ev) => {
                     self.probe_event(ev).await;
                     Vec::new()

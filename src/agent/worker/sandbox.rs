@@ -2,7 +2,8 @@
 //! actions say so. RunPodSandbox fails for reasons that last (a CNI plugin that cannot
 //! set up the network), so a failure backs off (1 s doubling to 1 min) while every
 //! container waits in `ContainerCreating` naming the error; a wake of the worker in
-//! between (a configMap change) does not shorten the back-off.
+//! between (a configMap change) does not shorten the back-off. A RunPodSandbox that got
+//! no answer is checked with the runtime first: a ready sandbox it made is used.
 
 use super::Worker;
 use crate::agent::actions::PodActions;
@@ -64,13 +65,19 @@ impl Worker {
             // The pods' parent still bounds it; the runtime makes the cgroup itself.
             log::warn!("pod {}: its cgroup's limits: {e}", self.name());
         }
-        let id = match self
+        let made = match self
             .ctx
             .cri
             .runtime
             .run_pod_sandbox(sb_cfg.clone(), "")
             .await
         {
+            Err(e) if e.is_deadline_exceeded() => {
+                self.sandbox_made_after_all(attempt).await.ok_or(e)
+            }
+            r => r,
+        };
+        let id = match made {
             Ok(id) => id,
             Err(e) => {
                 let delay = self.sandbox_backoff.fail(&key, now);

@@ -53,7 +53,11 @@ impl Worker {
         let Some((id, message_file)) = made else {
             return;
         };
-        match self.ctx.cri.runtime.start_container(&id).await {
+        let started = match self.ctx.cri.runtime.start_container(&id).await {
+            Err(e) if e.is_deadline_exceeded() && self.started_after_all(c, &id).await => Ok(()),
+            r => r,
+        };
+        match started {
             Ok(()) => {
                 let name = &c.name;
                 self.ctx.event(&self.pod, name, false, "Started", || {
@@ -115,7 +119,16 @@ impl Worker {
         }
         self.log_start(c, s);
         let rt = &self.ctx.cri.runtime;
-        match rt.create_container(at.id, config, at.config.clone()).await {
+        let made = match rt.create_container(at.id, config, at.config.clone()).await {
+            Err(e) if e.is_deadline_exceeded() => {
+                match self.made_after_all(c, at.id, s.restart_count).await {
+                    Some(id) => Ok(id),
+                    None => Err(e),
+                }
+            }
+            r => r,
+        };
+        match made {
             Ok(id) => {
                 let name = &c.name;
                 self.ctx.event(&self.pod, name, false, "Created", || {

@@ -127,6 +127,12 @@ impl FakeRuntime {
         self.with(|s| s.calls.iter().filter(|c| c.method == method).count())
     }
 
+    /// The most heavy calls (RunPodSandbox, CreateContainer, StartContainer, PullImage)
+    /// that were ever in flight at once.
+    pub fn heavy_peak(&self) -> usize {
+        self.with(|s| s.heavy_peak)
+    }
+
     /// Every container, oldest first.
     pub fn containers(&self) -> Vec<FakeContainer> {
         let mut v = self.with(|s| s.containers.values().cloned().collect::<Vec<_>>());

@@ -49,6 +49,14 @@ fn ns(d: Duration) -> i64 {
     d.as_nanos() as i64
 }
 
+/// The calls `maxParallelRuntimeOperations` bounds.
+const HEAVY: [&str; 4] = [
+    "RunPodSandbox",
+    "CreateContainer",
+    "StartContainer",
+    "PullImage",
+];
+
 /// Where a call stopped before being carried out.
 pub enum Halt {
     Fail(Status),
@@ -67,6 +75,10 @@ pub struct State {
     pub lives: HashMap<String, Script<Life>>,
     pub stops: HashMap<String, Stop>,
     pub execs: HashMap<String, Script<ExecReply>>,
+    /// Heavy calls (RunPodSandbox, CreateContainer, StartContainer, PullImage) in
+    /// flight now, and the most there ever were at once.
+    pub heavy_in_flight: usize,
+    pub heavy_peak: usize,
     /// Reserved names (containerd's), to the id holding each.
     names: HashMap<String, String>,
     next_id: u64,
@@ -85,6 +97,8 @@ impl State {
             lives: HashMap::new(),
             stops: HashMap::new(),
             execs: HashMap::new(),
+            heavy_in_flight: 0,
+            heavy_peak: 0,
             names: HashMap::new(),
             next_id: 0,
             last_created: 0,
@@ -106,6 +120,10 @@ impl State {
             f.take(&call.method, &call.name)
                 .then(|| f.misbehave.clone())
         });
+        if HEAVY.contains(&call.method.as_str()) {
+            self.heavy_in_flight += 1;
+            self.heavy_peak = self.heavy_peak.max(self.heavy_in_flight);
+        }
         self.calls.push(call);
         match fault {
             None => Ok(None),
@@ -118,6 +136,9 @@ impl State {
     /// Notes how call `index` ended.
     pub fn answered(&mut self, index: usize, outcome: Outcome) {
         if let Some(c) = self.calls.get_mut(index) {
+            if HEAVY.contains(&c.method.as_str()) {
+                self.heavy_in_flight = self.heavy_in_flight.saturating_sub(1);
+            }
             c.answered = Some(SystemTime::now());
             c.outcome = outcome;
         }
