@@ -170,6 +170,10 @@ fn small_boards_get_small_budgets() {
     assert_eq!(str_at(&small, "/plegPeriod"), "2s");
     assert_eq!(str_at(&small, "/statusAddress"), "");
     assert_eq!(u64_at(&small, "/maxParallelRuntimeOperations"), 2);
+    // 128 MB: one heavy runtime call at a time, so containerd is never driven into
+    // swapping (issue 14's power cut at -m 128).
+    let tiny = effective(&dir.join("openwrt-armv7-128m.json"));
+    assert_eq!(u64_at(&tiny, "/maxParallelRuntimeOperations"), 1);
     let pi3 = effective(&dir.join("rpi3-zero2w-armv7.json"));
     assert_eq!(str_at(&pi3, "/podLogsDir"), "/run/tinylet/pod-logs");
     assert_eq!(u64_at(&pi3, "/imageGC/maxBytes"), 2 << 30);
