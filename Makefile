@@ -33,6 +33,7 @@ test-deps:
 
 lint:
 	$(CARGO) fmt --all -- --check
+	python3 scripts/import-cycles.py
 	$(CARGO) clippy --all-targets -- -D warnings
 	$(CARGO) clippy --no-default-features --all-targets -- -D warnings
 

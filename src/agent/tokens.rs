@@ -11,6 +11,44 @@ use smol::channel::{Receiver, Sender};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 
+/// One token a cached pod needs.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct TokenWant {
+    /// The pod's namespace.
+    pub namespace: String,
+    /// The pod's name.
+    pub pod: String,
+    /// The pod's uid (the token is bound to it).
+    pub uid: String,
+    /// The pod's service account, whose token it is.
+    pub service_account: String,
+    /// Empty: the API server's own audience.
+    pub audience: String,
+    /// The lifetime asked for (the source's `expirationSeconds`).
+    pub expiration_seconds: i64,
+}
+
+impl std::fmt::Display for TokenWant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "token of service account {:?} for pod {}/{}",
+            self.service_account, self.namespace, self.pod
+        )?;
+        if !self.audience.is_empty() {
+            write!(f, " (audience {:?})", self.audience)?;
+        }
+        Ok(())
+    }
+}
+
+impl TokenWant {
+    /// The key its token is held under.
+    pub fn key(&self) -> Key {
+        key(&self.uid, &self.audience, self.expiration_seconds)
+    }
+}
+
 /// A held token: the pod's uid, the audience, the lifetime asked for.
 pub type Key = (String, String, i64);
 

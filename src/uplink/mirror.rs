@@ -23,8 +23,7 @@
 use super::agent::Uplink;
 use super::mirror_pod::{self, body, mirror_name};
 use super::pods_bound::{Bound, Known, MirrorSeen};
-use super::status::{self, Outcome};
-use super::status_patch::status_patch;
+use super::status_patch::{self as status, status_patch, Outcome};
 use super::{resource_path, DeleteOptions, Preconditions};
 use crate::model::Object;
 use crate::store::local_pods::pod_digest;

@@ -7,27 +7,11 @@
 //! watch, objects no pod references any longer lose theirs and leave the cache.
 
 use super::agent::Uplink;
+pub use super::objects_watch::ObjectRef;
 use crate::model::Pod;
 use crate::store::Kind;
 use smol::Task;
 use std::rc::Rc;
-
-/// A configMap or secret by kind, namespace and name.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ObjectRef {
-    /// ConfigMap or Secret.
-    pub kind: Kind,
-    /// Its namespace.
-    pub namespace: String,
-    /// Its name.
-    pub name: String,
-}
-
-impl std::fmt::Display for ObjectRef {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {}/{}", self.kind, self.namespace, self.name)
-    }
-}
 
 /// Every configMap and secret `pod` references, in its namespace; sorted, without
 /// duplicates.

@@ -16,7 +16,6 @@
 use super::agent::Uplink;
 use super::backoff;
 use super::lean::LeanValue;
-use super::objects::ObjectRef;
 use super::objects_projection::{meta_str, project, to_bytes};
 use super::{resource_path, ApiError, EventType, ListParams};
 use crate::model::parse_object;
@@ -25,6 +24,23 @@ use async_io::Timer;
 use serde_json::Value;
 use std::rc::Rc;
 use std::time::Duration;
+
+/// A configMap or secret by kind, namespace and name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ObjectRef {
+    /// ConfigMap or Secret.
+    pub kind: Kind,
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+}
+
+impl std::fmt::Display for ObjectRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}/{}", self.kind, self.namespace, self.name)
+    }
+}
 
 /// First wait after a 403, doubled up to [`FORBIDDEN_MAX`].
 const FORBIDDEN_FIRST: Duration = Duration::from_secs(5);

@@ -24,8 +24,8 @@ use super::agent::Uplink;
 use super::backoff;
 use super::mirror::Mirrors;
 use super::pods_bound::Bound;
-use super::status_patch::{refused_patch, status_patch};
-use super::{resource_path, ApiError, DeleteOptions, PatchType, Preconditions};
+use super::status_patch::{outcome, patch, refused_patch, status_patch, Outcome};
+use super::{resource_path, DeleteOptions, Preconditions};
 use crate::model::Object;
 use crate::store::notify::PodName;
 use crate::store::Kind;
@@ -54,15 +54,6 @@ enum Action {
     Delete {
         uid: String,
     },
-}
-
-/// Whether a pod is done with, or must be tried again.
-pub(super) enum Outcome {
-    Done,
-    /// The API server is away: this pod and the others, later.
-    Retry,
-    /// This pod later (e.g. its mirror waits for the Node); the others now.
-    Later,
 }
 
 /// Runs the status task: waits for the store's wake-ups, sends what is dirty.
@@ -227,45 +218,6 @@ fn decide(up: &Uplink, bound: &Bound, name: &PodName) -> Action {
         },
         None => Action::Nothing,
     }
-}
-
-pub(super) async fn patch(up: &Uplink, path: &str, body: &Value) -> Result<(), ApiError> {
-    let path = format!("{path}/status");
-    up.client
-        .patch::<_, serde::de::IgnoredAny>(&path, PatchType::StrategicMerge, body)
-        .await
-        .map(|_| ())
-}
-
-/// Sorts an answer into done (sent, or never to be sent) and try again (the API
-/// server away or overloaded).
-pub(super) fn outcome(name: &PodName, what: &str, r: Result<(), ApiError>) -> Outcome {
-    let (ns, pod) = (&name.0, &name.1);
-    match r {
-        Ok(()) => {
-            log::debug!("uplink: pod {ns}/{pod}: {what} sent");
-            Outcome::Done
-        }
-        // 422 on metadata.uid: the uid precondition, another pod of that name now.
-        Err(e) if e.is_not_found() || e.is_conflict() || uid_mismatch(&e) => {
-            log::debug!("uplink: pod {ns}/{pod}: {what} not sent, the pod is gone ({e})");
-            Outcome::Done
-        }
-        Err(e) if e.is_transient() => {
-            log::debug!("uplink: pod {ns}/{pod}: {what}: {e}; trying again");
-            Outcome::Retry
-        }
-        Err(e) => {
-            log::warn!("uplink: pod {ns}/{pod}: {what} refused by the API server: {e}");
-            Outcome::Done
-        }
-    }
-}
-
-/// The API server's answer when the patch's uid is not the pod's (it reads it as a
-/// change of an immutable field).
-pub(super) fn uid_mismatch(e: &ApiError) -> bool {
-    matches!(e, ApiError::Status(s) if s.code == 422 && s.message.contains("metadata.uid"))
 }
 
 /// The deletion is done: the cached pod of `uid` goes (not a newer one of that name).

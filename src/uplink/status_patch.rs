@@ -11,8 +11,15 @@
 //! `podIPs` merge by `ip`, so an IP the API shows and the pod no longer has is deleted
 //! by name (`$patch: delete`; the API server v1.20 does not honour `$patch: replace` in
 //! that list); container statuses are replaced whole by the API's own rules.
+//!
+//! Also the sending step both the pods' and the mirror pods' status use ([`patch`],
+//! [`outcome`]), here so `status` and `mirror` need nothing of each other but the
+//! mirror sync.
 
+use super::agent::Uplink;
+use super::{ApiError, PatchType};
 use crate::model::PodStatus;
+use crate::store::notify::PodName;
 use serde_json::{json, Map, Value};
 
 /// The top-level status fields the agent owns.
@@ -79,6 +86,54 @@ pub fn refused_patch(uid: &str, reason: &str, message: &str) -> Value {
 /// [`refused_patch`] would.
 pub fn shows_refusal(status: &Value, reason: &str, message: &str) -> bool {
     status["phase"] == "Failed" && status["reason"] == reason && status["message"] == message
+}
+
+/// Whether a pod is done with, or must be tried again.
+pub(super) enum Outcome {
+    Done,
+    /// The API server is away: this pod and the others, later.
+    Retry,
+    /// This pod later (e.g. its mirror waits for the Node); the others now.
+    Later,
+}
+
+pub(super) async fn patch(up: &Uplink, path: &str, body: &Value) -> Result<(), ApiError> {
+    let path = format!("{path}/status");
+    up.client
+        .patch::<_, serde::de::IgnoredAny>(&path, PatchType::StrategicMerge, body)
+        .await
+        .map(|_| ())
+}
+
+/// Sorts an answer into done (sent, or never to be sent) and try again (the API
+/// server away or overloaded).
+pub(super) fn outcome(name: &PodName, what: &str, r: Result<(), ApiError>) -> Outcome {
+    let (ns, pod) = (&name.0, &name.1);
+    match r {
+        Ok(()) => {
+            log::debug!("uplink: pod {ns}/{pod}: {what} sent");
+            Outcome::Done
+        }
+        // 422 on metadata.uid: the uid precondition, another pod of that name now.
+        Err(e) if e.is_not_found() || e.is_conflict() || uid_mismatch(&e) => {
+            log::debug!("uplink: pod {ns}/{pod}: {what} not sent, the pod is gone ({e})");
+            Outcome::Done
+        }
+        Err(e) if e.is_transient() => {
+            log::debug!("uplink: pod {ns}/{pod}: {what}: {e}; trying again");
+            Outcome::Retry
+        }
+        Err(e) => {
+            log::warn!("uplink: pod {ns}/{pod}: {what} refused by the API server: {e}");
+            Outcome::Done
+        }
+    }
+}
+
+/// The API server's answer when the patch's uid is not the pod's (it reads it as a
+/// change of an immutable field).
+pub(super) fn uid_mismatch(e: &ApiError) -> bool {
+    matches!(e, ApiError::Status(s) if s.code == 422 && s.message.contains("metadata.uid"))
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! One service-account token kept current: a TokenRequest
 //! (`POST .../serviceaccounts/SA/token`, audiences, expirationSeconds, bound to the pod
 //! by name and uid: the Node authorizer and NodeRestriction allow a node exactly that),
-//! held in memory ([`super::tokens::Tokens`]), and asked again by kubelet's rule: once
+//! held in memory ([`crate::agent::tokens::Tokens`]), and asked again by kubelet's rule: once
 //! the token is older than 80 % of its life or than 24 h, minus up to 10 s of jitter.
 //!
 //! The schedule is kept on the monotonic clock from the moment the token arrived, with
@@ -18,8 +18,8 @@
 
 use super::agent::Uplink;
 use super::backoff;
-use super::tokens::{Held, TokenWant};
 use super::{resource_path, ApiError};
+use crate::agent::tokens::{Held, TokenWant};
 use crate::kuberuntime::projected::MAX_TOKEN;
 use async_io::Timer;
 use serde_json::{json, Value};

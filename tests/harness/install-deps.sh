@@ -30,7 +30,7 @@ set -euo pipefail
 PACKAGES=(containerd runc containernetworking-plugins iptables busybox-static gcc libc6-dev
 	docker-registry apache2-utils skopeo iproute2 file util-linux shellcheck systemd
 	etcd-server openssl socat curl golang-go rsync jq dpkg-dev golang-github-modern-go-reflect2-dev
-	prometheus)
+	prometheus python3)
 # Debian's source packages (for `apt-get source kubernetes`); not enabled on these machines.
 DEB_SRC=/etc/apt/sources.list.d/tinylet-debian-src.sources
 
