@@ -48,13 +48,13 @@ impl Context {
         pod: &Pod,
         container: &str,
         warning: bool,
-        reason: &'static str,
+        reason: crate::model::reason::EventReason,
         message: impl FnOnce() -> String,
     ) {
         #[cfg(feature = "uplink")]
         if self.cfg.api_server.is_some() {
             self.events
-                .record(pod, container, warning, reason, message());
+                .record(pod, container, warning, reason.as_str(), message());
         }
     }
 }

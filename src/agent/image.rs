@@ -19,6 +19,7 @@ use crate::gc::image_ref::registry_host;
 use crate::kuberuntime::status::Waiting;
 use crate::model::container::PullPolicy;
 use crate::model::defaults::pull_policy_for;
+use crate::model::reason::EventReason;
 use crate::model::secret::pull_credentials;
 use crate::model::{Container, Pod, Reason, Secret};
 use std::fmt;
@@ -133,7 +134,7 @@ pub async fn ensure(
         return match local {
             Some(id) => Ok(offline(id, why)),
             None => {
-                ctx.event(pod, &c.name, false, "BackOff", || why.clone());
+                ctx.event(pod, &c.name, false, EventReason::BackOff, || why.clone());
                 Err(waiting(Reason::ImagePullBackOff, why))
             }
         };
@@ -142,19 +143,19 @@ pub async fn ensure(
         Some(_) => ctx.cfg.image_pull_fallback_timeout,
         None => ctx.cfg.image_pull_timeout,
     };
-    ctx.event(pod, &c.name, false, "Pulling", || {
+    ctx.event(pod, &c.name, false, EventReason::Pulling, || {
         format!("Pulling image \"{image}\"")
     });
     let result = pull(ctx, pod, image, timeout).await;
     note_outcome(ctx, image, &result);
     if let Err(e) = &result {
-        ctx.event(pod, &c.name, true, "Failed", || {
+        ctx.event(pod, &c.name, true, EventReason::Failed, || {
             format!("Failed to pull image \"{image}\": {e}")
         });
     }
     match (result, local) {
         (Ok(image_ref), _) => {
-            ctx.event(pod, &c.name, false, "Pulled", || {
+            ctx.event(pod, &c.name, false, EventReason::Pulled, || {
                 format!("Successfully pulled image \"{image}\"")
             });
             backoff.reset(&key);
@@ -173,7 +174,7 @@ pub async fn ensure(
                 pod.metadata.name,
                 e
             );
-            ctx.event(pod, &c.name, true, "OfflineImage", || {
+            ctx.event(pod, &c.name, true, EventReason::OfflineImage, || {
                 format!("Running the local copy of image \"{image}\": {e}")
             });
             Ok(offline(id, e.to_string()))

@@ -8,6 +8,7 @@ use super::context::Context;
 use super::handler::{self, Target};
 use super::hooks;
 use crate::kuberuntime::observed::{ObservedPod, State};
+use crate::model::reason::EventReason;
 use crate::model::Pod;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -40,7 +41,7 @@ pub async fn stop_container(
 ) {
     let start = Instant::now();
     if let Some(pod) = spec_pod {
-        ctx.event(pod, name, false, "Killing", || {
+        ctx.event(pod, name, false, EventReason::Killing, || {
             format!("Stopping container {name}")
         });
     }

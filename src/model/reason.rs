@@ -203,9 +203,56 @@ impl fmt::Display for NodeReason {
     }
 }
 
+/// The reasons of the pod events the agent records (`kubectl describe pod` shows them),
+/// spelled as kubelet spells them, plus tinylet's `OfflineImage`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EventReason {
+    /// An image pull began.
+    Pulling,
+    /// An image pull ended well.
+    Pulled,
+    /// A pull, create or start failed.
+    Failed,
+    /// A restart or pull waits for its back-off.
+    BackOff,
+    /// A container was created.
+    Created,
+    /// A container was started.
+    Started,
+    /// A container is being stopped.
+    Killing,
+    /// A probe failed.
+    Unhealthy,
+    /// The registry did not answer; the local copy of the image runs (tinylet's own).
+    OfflineImage,
+}
+
+impl EventReason {
+    /// The spelling in the Event.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            EventReason::Pulling => "Pulling",
+            EventReason::Pulled => "Pulled",
+            EventReason::Failed => "Failed",
+            EventReason::BackOff => "BackOff",
+            EventReason::Created => "Created",
+            EventReason::Started => "Started",
+            EventReason::Killing => "Killing",
+            EventReason::Unhealthy => "Unhealthy",
+            EventReason::OfflineImage => "OfflineImage",
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{NodeReason, Reason};
+    use super::{EventReason, NodeReason, Reason};
+
+    #[test]
+    fn event_reasons_are_kubelets() {
+        assert_eq!(EventReason::BackOff.as_str(), "BackOff");
+        assert_eq!(EventReason::OfflineImage.as_str(), "OfflineImage");
+    }
 
     #[test]
     fn node_reasons_are_kubelets() {

@@ -18,6 +18,7 @@ use super::handler::{self, Target};
 use crate::kuberuntime::observed::{ObservedPod, State};
 use crate::kuberuntime::status::ProbeStatus;
 use crate::kuberuntime::time::instant_of;
+use crate::model::reason::EventReason;
 use crate::model::{Container, Pod};
 use smol::channel::{Receiver, Sender};
 use smol::Task;
@@ -197,7 +198,7 @@ impl PodProbes {
                 Kind::Readiness => "Readiness",
                 Kind::Startup => "Startup",
             };
-            ctx.event(pod, &c.name, true, "Unhealthy", || {
+            ctx.event(pod, &c.name, true, EventReason::Unhealthy, || {
                 format!("{kind} probe failed: {}", ev.detail)
             });
         }

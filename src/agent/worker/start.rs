@@ -26,6 +26,7 @@ use crate::kuberuntime::status::Waiting;
 use crate::kuberuntime::time::instant_of;
 use crate::kuberuntime::{termination, SyncError};
 use crate::model::container::PullPolicy;
+use crate::model::reason::EventReason;
 use crate::model::{Container, Reason};
 use std::path::PathBuf;
 use std::time::{Instant, SystemTime};
@@ -60,9 +61,10 @@ impl Worker {
         match started {
             Ok(()) => {
                 let name = &c.name;
-                self.ctx.event(&self.pod, name, false, "Started", || {
-                    format!("Started container {name}")
-                });
+                self.ctx
+                    .event(&self.pod, name, false, EventReason::Started, || {
+                        format!("Started container {name}")
+                    });
                 if self.post_start(c, &id, at.pod_ip).await {
                     effects.unknown = true;
                 }
@@ -131,9 +133,10 @@ impl Worker {
         match made {
             Ok(id) => {
                 let name = &c.name;
-                self.ctx.event(&self.pod, name, false, "Created", || {
-                    format!("Created container {name}")
-                });
+                self.ctx
+                    .event(&self.pod, name, false, EventReason::Created, || {
+                        format!("Created container {name}")
+                    });
                 // Made: what an earlier create without an answer left serves nothing.
                 if let Some(old) = self.take_unanswered(&c.name) {
                     let _ = std::fs::remove_file(old);
@@ -184,12 +187,13 @@ impl Worker {
             m.namespace,
             m.uid
         );
-        self.ctx.event(&self.pod, &c.name, true, "BackOff", || {
-            format!(
-                "Back-off restarting failed container {} in pod {}_{}({})",
-                c.name, m.name, m.namespace, m.uid
-            )
-        });
+        self.ctx
+            .event(&self.pod, &c.name, true, EventReason::BackOff, || {
+                format!(
+                    "Back-off restarting failed container {} in pod {}_{}({})",
+                    c.name, m.name, m.namespace, m.uid
+                )
+            });
         self.backs_off(&c.name, Reason::CrashLoopBackOff, message, until);
         true
     }
@@ -266,7 +270,9 @@ impl Worker {
             let _ = std::fs::remove_file(f);
         }
         self.ctx
-            .event(&self.pod, &c.name, true, "Failed", || format!("Error: {e}"));
+            .event(&self.pod, &c.name, true, EventReason::Failed, || {
+                format!("Error: {e}")
+            });
         self.cannot_start(&c.name, reason, e.to_string(), Instant::now() + RETRY);
     }
 
