@@ -1,7 +1,7 @@
 #!/bin/busybox sh
 # shellcheck shell=dash disable=SC3043 # busybox ash has `local`
 # PID 1 of the emulated aarch64 board (tests/arm_e2e/run.sh): starts containerd and the
-# static tinylet with the repo's 256 MB board config, checks what the phase
+# static tinylet with the repo's board config for its RAM (256 or 128 MB), checks what the phase
 # (e2e.phase= on the kernel command line) asks, measures, writes checks, a summary and
 # logs as a tar to /dev/vdc, and cuts the power (no clean shutdown, ever).
 #   first   apply 3 pods -> Running; a container killed -> restartCount 1; the agent
@@ -75,7 +75,11 @@ setup() {
 	: >/etc/resolv.conf
 	# containerd copies the host's into every sandbox.
 	printf '127.0.0.1 localhost arm-e2e\n' >/etc/hosts
-	cp "$E/config.json" /etc/tinylet/config.json
+	# The board config for this RAM (its reservations and node allocatable would leave
+	# the pods of a 128 MB board almost no memory with the 256 MB board's numbers).
+	local board=256
+	[ "$(awk '/^MemTotal/ { print $2 }' /proc/meminfo)" -lt 196608 ] && board=128
+	cp "$E/config-$board.json" /etc/tinylet/config.json
 	cat >/etc/containerd/e2e.toml <<'EOF'
 version = 2
 root = "/var/lib/containerd"

@@ -137,14 +137,18 @@ build_payload() {
 	cp "$(tinylet_binary)" "$p/tinylet"
 	cp "$HERE/guest.sh" "$p/guest.sh"
 	cp "$HERE"/pods/*.json "$p/pods/"
-	python3 - "$ROOT/board-configs/openwrt-armv7-256m.json" "$p/config.json" <<'EOF'
+	local mb
+	for mb in 256 128; do
+		python3 - "$ROOT/board-configs/openwrt-armv7-${mb}m.json" "$p/config-$mb.json" <<'EOF'
 import json, sys
 cfg = json.load(open(sys.argv[1]))
-# The emulated board: the 256 MB board config as it is, but for the node name, the
-# sandbox image built here and a resolv.conf that exists without an uplink.
+# The emulated board: the board config as it is, but for the node name, the sandbox
+# image built here and a resolv.conf that exists without an uplink. The guest takes the
+# one for its RAM, as a 128 MB board is flashed with the 128 MB config.
 cfg.update(nodeName="arm-e2e", sandboxImage="e2e.local/pause:1", resolvConf="/etc/resolv.conf")
 json.dump(cfg, open(sys.argv[2], "w"), indent=1)
 EOF
+	done
 	local bb=$CACHE/root/bin/busybox img=$ROOT/tests/harness/image.sh
 	IMAGE_ARCH=arm64 IMAGE_BUSYBOX=$bb "$img" busybox --name e2e.local/busybox:1 --out "$RUN/bb.tar" >/dev/null
 	IMAGE_ARCH=arm64 IMAGE_BUSYBOX=$bb "$img" busybox --name e2e.local/pause:1 \
