@@ -100,11 +100,12 @@ fn cpu_quota(rel: &str) -> Option<i64> {
     }
 }
 
-fn mem_total() -> i64 {
+/// A `/proc/meminfo` field (`MemTotal`, `MemAvailable`) in bytes.
+fn meminfo(field: &str) -> i64 {
     let text = std::fs::read_to_string("/proc/meminfo").unwrap();
     let kb: i64 = text
         .lines()
-        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
         .unwrap()
         .trim()
         .trim_end_matches("kB")
@@ -112,6 +113,10 @@ fn mem_total() -> i64 {
         .parse()
         .unwrap();
     kb * 1024
+}
+
+fn mem_total() -> i64 {
+    meminfo("MemTotal")
 }
 
 fn pid_capacity() -> i64 {
@@ -339,17 +344,7 @@ fn a_fork_bomb_stops_at_the_pods_pids_limit_and_the_agent_keeps_answering() {
 
 /// MemAvailable in bytes.
 fn mem_available() -> i64 {
-    let text = std::fs::read_to_string("/proc/meminfo").unwrap();
-    let kb: i64 = text
-        .lines()
-        .find_map(|l| l.strip_prefix("MemAvailable:"))
-        .unwrap()
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .unwrap();
-    kb * 1024
+    meminfo("MemAvailable")
 }
 
 fn is_evicted(p: &Value) -> bool {
