@@ -4,7 +4,7 @@
 
 use super::atomic;
 use super::error::{IoContext, StoreError};
-use super::layout::{self, Kind};
+use super::layout::{self, Kind, Layout};
 use super::quarantine::quarantine;
 use super::state_files::{self, Access, Found};
 use super::uid;
@@ -126,6 +126,19 @@ impl Store {
     }
 }
 
+/// Takes the lock of `tree`'s pod directory and reads `file` again under it: the held
+/// lock and why the file is damaged, or `None` when it was fixed or removed meanwhile
+/// (that change stands).
+fn still_damaged(tree: &Layout, file: &str) -> Result<Option<(std::fs::File, String)>, StoreError> {
+    let dir = tree.kind_dir(Kind::Pod);
+    let lock = atomic::open_dir(&dir).at(&dir)?;
+    atomic::lock_exclusive(&lock).at(&dir)?;
+    match state_files::read(tree, Kind::Pod, file)? {
+        Found::Bad { reason } => Ok(Some((lock, reason))),
+        Found::Missing | Found::Valid(_) => Ok(None),
+    }
+}
+
 impl Store {
     /// Moves the damaged pod file `d` to quarantine (it is checked again under the
     /// directory's lock: a file fixed meanwhile stays); returns where it went. For a pod
@@ -142,11 +155,8 @@ impl Store {
             self.layout.clone()
         };
         let dir = tree.kind_dir(Kind::Pod);
-        let lock = atomic::open_dir(&dir).at(&dir)?;
-        atomic::lock_exclusive(&lock).at(&dir)?;
-        let reason = match state_files::read(&tree, Kind::Pod, &file)? {
-            Found::Bad { reason } => reason,
-            Found::Missing | Found::Valid(_) => return Ok(None),
+        let Some((_lock, reason)) = still_damaged(&tree, &file)? else {
+            return Ok(None);
         };
         let reason = format!(
             "{reason}; nothing of pod {}/{} is on the runtime",
@@ -178,11 +188,8 @@ impl Store {
         };
         self.cluster_known.remove(&(Kind::Pod, file.clone()));
         let dir = tree.kind_dir(Kind::Pod);
-        let lock = atomic::open_dir(&dir).at(&dir)?;
-        atomic::lock_exclusive(&lock).at(&dir)?;
-        let reason = match state_files::read(&tree, Kind::Pod, &file)? {
-            Found::Bad { reason } => reason,
-            Found::Missing | Found::Valid(_) => return Ok(None),
+        let Some((_lock, reason)) = still_damaged(&tree, &file)? else {
+            return Ok(None);
         };
         let quarantine_dir = self.layout.quarantine_dir();
         let moved = quarantine(&quarantine_dir, &dir, &file, Kind::Pod, &reason)?;
