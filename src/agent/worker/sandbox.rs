@@ -80,6 +80,9 @@ impl Worker {
         let id = match made {
             Ok(id) => id,
             Err(e) => {
+                // Measured from the failure, as kubelet does: a call that took longer
+                // than the back-off to fail still waits the whole back-off.
+                let now = Instant::now();
                 let delay = self.sandbox_backoff.fail(&key, now);
                 log::warn!(
                     "pod {}: creating the sandbox failed (retry in {delay:?}): {e}",
