@@ -192,12 +192,21 @@ impl PodProbes {
             return Verdict::Nothing;
         };
         let name = format!("{}/{}", pod.metadata.namespace, pod.metadata.name);
+        let kind = match ev.kind {
+            Kind::Liveness => "Liveness",
+            Kind::Readiness => "Readiness",
+            Kind::Startup => "Startup",
+        };
+        if let Some(w) = &ev.warning {
+            ctx.event(pod, &c.name, true, EventReason::ProbeWarning, || {
+                format!("{kind} probe warning: {w}")
+            });
+        }
+        if !ev.changed {
+            self.containers.insert(ev.container, p);
+            return Verdict::Nothing;
+        }
         if !ev.ok {
-            let kind = match ev.kind {
-                Kind::Liveness => "Liveness",
-                Kind::Readiness => "Readiness",
-                Kind::Startup => "Startup",
-            };
             ctx.event(pod, &c.name, true, EventReason::Unhealthy, || {
                 format!("{kind} probe failed: {}", ev.detail)
             });
