@@ -115,7 +115,10 @@ fn crash_looping_pod_has_one_backoff_event_with_a_growing_count() {
     // The image was on the node: kubelet's Pulled without a pull, once per start.
     let pulled = events(&kube, "crash", "Pulled");
     assert_eq!(pulled.len(), 1, "{pulled:#?}");
-    let present = format!("Container image \"{}\" already present on machine", c.test_image());
+    let present = format!(
+        "Container image \"{}\" already present on machine",
+        c.test_image()
+    );
     assert_eq!(pulled[0]["message"], present.as_str());
     assert!(count(&pulled[0]) >= 2, "{pulled:#?}");
     // However often it restarts, the pod has one Event object per kind of event.
@@ -127,7 +130,11 @@ fn crash_looping_pod_has_one_backoff_event_with_a_growing_count() {
     kinds.sort();
     let n_objects = kinds.len();
     kinds.dedup();
-    assert_eq!(kinds.len(), n_objects, "an Event object per restart: {all:#?}");
+    assert_eq!(
+        kinds.len(),
+        n_objects,
+        "an Event object per restart: {all:#?}"
+    );
     assert!(n_objects <= 6, "{kinds:#?}");
     n.assert_agent_alive();
 }
@@ -165,7 +172,10 @@ fn failed_mount_and_probe_warnings_held_by_the_spam_filter() {
         events(&kube, "redirect", "ProbeWarning").into_iter().next()
     });
     assert_eq!(warning["type"], "Warning");
-    assert_eq!(warning["involvedObject"]["fieldPath"], "spec.containers{app}");
+    assert_eq!(
+        warning["involvedObject"]["fieldPath"],
+        "spec.containers{app}"
+    );
     let message = warning["message"].as_str().unwrap_or_default();
     assert!(
         message.starts_with("Readiness probe warning: Probe terminated redirects"),
@@ -176,7 +186,9 @@ fn failed_mount_and_probe_warnings_held_by_the_spam_filter() {
         let p: Value = serde_json::from_str(&out).unwrap();
         p["status"]["containerStatuses"][0]["ready"] == true
     };
-    wait_for("the redirected pod to be ready", START, || ready().then_some(()));
+    wait_for("the redirected pod to be ready", START, || {
+        ready().then_some(())
+    });
     // The pod's 25 tokens: Pulled, Created, Started, then 22 warnings; the rest wait
     // (5 minutes per token) while the probe goes on hitting the pod every second.
     let spent = 22;

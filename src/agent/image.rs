@@ -117,7 +117,7 @@ pub async fn ensure(
             return Ok(Ensured {
                 image_ref: id,
                 offline: None,
-            })
+            });
         }
         (PullPolicy::Never, None) => {
             return Err(waiting(

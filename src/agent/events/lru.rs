@@ -31,7 +31,10 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
         if !self.map.contains_key(key) && self.map.len() >= self.cap {
             self.forget_oldest();
         }
-        let entry = self.map.entry(key.clone()).or_insert_with(|| (tick, make()));
+        let entry = self
+            .map
+            .entry(key.clone())
+            .or_insert_with(|| (tick, make()));
         entry.0 = tick;
         &mut entry.1
     }

@@ -145,7 +145,10 @@ impl Recorder {
     pub fn record_at(&self, now: Instant, wall: SystemTime, pod: &Pod, o: Occurred<'_>) {
         let m = &pod.metadata;
         let group = (m.uid.clone(), o.warning, o.reason);
-        let combined = self.aggregator.borrow_mut().combine(&group, &o.message, now);
+        let combined = self
+            .aggregator
+            .borrow_mut()
+            .combine(&group, &o.message, now);
         let nanos = wall.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
         let new = Event {
             namespace: m.namespace.clone(),
@@ -217,11 +220,7 @@ impl Recorder {
     /// Copies of the events whose count the API server lacks, oldest first.
     pub fn unsent(&self) -> Vec<Event> {
         let events = self.events.borrow();
-        events
-            .iter()
-            .filter(|e| e.sent != e.due)
-            .cloned()
-            .collect()
+        events.iter().filter(|e| e.sent != e.due).cloned().collect()
     }
 
     /// Whether the API server lacks some event's count.
@@ -327,7 +326,13 @@ mod tests {
         let p = pod("crash");
         let t0 = t0();
         for _ in 0..spam::BURST + 5 {
-            at(&r, t0, &p, "BackOff", "Back-off restarting failed container");
+            at(
+                &r,
+                t0,
+                &p,
+                "BackOff",
+                "Back-off restarting failed container",
+            );
         }
         let e = &r.unsent()[0];
         assert_eq!((e.count, e.due), (spam::BURST + 5, spam::BURST));
@@ -339,7 +344,13 @@ mod tests {
         assert!(!r.has_unsent());
         assert_eq!(r.events.borrow().len(), 2);
         // Five minutes on, one token: the BackOff event goes out with every occurrence.
-        at(&r, t0 + spam::REFILL, &p, "BackOff", "Back-off restarting failed container");
+        at(
+            &r,
+            t0 + spam::REFILL,
+            &p,
+            "BackOff",
+            "Back-off restarting failed container",
+        );
         let unsent = r.unsent();
         assert_eq!(unsent.len(), 1);
         assert_eq!((unsent[0].count, unsent[0].due), (31, 31));
@@ -356,7 +367,13 @@ mod tests {
         let t0 = t0();
         for i in 0..aggregate::MAX_SIMILAR + 3 {
             let now = t0 + std::time::Duration::from_secs(i as u64);
-            at(&r, now, &p, "Unhealthy", &format!("Readiness probe failed: {i}"));
+            at(
+                &r,
+                now,
+                &p,
+                "Unhealthy",
+                &format!("Readiness probe failed: {i}"),
+            );
         }
         let unsent = r.unsent();
         let (combined, single): (Vec<_>, Vec<_>) = unsent.iter().partition(|e| e.combined);

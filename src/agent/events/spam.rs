@@ -40,10 +40,12 @@ impl SpamFilter {
     /// Whether an event about pod `uid` at `now` may be sent (takes a token if so).
     pub fn allow(&mut self, uid: &str, now: Instant) -> bool {
         let full = REFILL * BURST;
-        let b = self.buckets.get_or_insert_with(&uid.to_string(), || Bucket {
-            credit: full,
-            at: now,
-        });
+        let b = self
+            .buckets
+            .get_or_insert_with(&uid.to_string(), || Bucket {
+                credit: full,
+                at: now,
+            });
         // A clock read earlier than the last one earns nothing rather than panicking.
         let earned = now.saturating_duration_since(b.at);
         b.credit = b.credit.saturating_add(earned).min(full);

@@ -114,7 +114,9 @@ async fn attempt(
     timeout: Duration,
 ) -> Result<Option<String>, HandlerError> {
     if let Some(e) = &p.exec {
-        handler::exec(ctx, t, &e.command, timeout).await.map(|()| None)
+        handler::exec(ctx, t, &e.command, timeout)
+            .await
+            .map(|()| None)
     } else if let Some(h) = &p.http_get {
         handler::http_probe(t, h, timeout).await
     } else if let Some(s) = &p.tcp_socket {

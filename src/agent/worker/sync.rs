@@ -129,7 +129,10 @@ impl Worker {
                 if e.reason != Reason::ContainerCreating {
                     self.ctx
                         .event(&self.pod, "", true, EventReason::FailedMount, || {
-                            format!("MountVolume.SetUp failed for volume {:?} : {}", v.name, e.message)
+                            format!(
+                                "MountVolume.SetUp failed for volume {:?} : {}",
+                                v.name, e.message
+                            )
                         });
                 }
                 return Err(e);
