@@ -61,6 +61,36 @@ pub struct Event {
 }
 
 impl Event {
+    /// The event of `o`'s first occurrence, at `wall` (its name comes from that time).
+    fn first(pod: &Pod, o: Occurred<'_>, combined: bool, wall: SystemTime) -> Event {
+        let m = &pod.metadata;
+        let nanos = wall.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        Event {
+            namespace: m.namespace.clone(),
+            pod: m.name.clone(),
+            uid: m.uid.clone(),
+            field_path: if o.container.is_empty() {
+                String::new()
+            } else {
+                format!("spec.containers{{{}}}", o.container)
+            },
+            warning: o.warning,
+            reason: o.reason,
+            message: if combined {
+                format!("{}{}", aggregate::PREFIX, o.message)
+            } else {
+                o.message
+            },
+            combined,
+            count: 1,
+            due: 0,
+            first: wall,
+            last: wall,
+            name: format!("{}.{nanos:x}", m.name),
+            sent: 0,
+        }
+    }
+
     fn same(&self, other: &Event) -> bool {
         if self.combined || other.combined {
             // One combined event per group of similar events.
@@ -149,31 +179,7 @@ impl Recorder {
             .aggregator
             .borrow_mut()
             .combine(&group, &o.message, now);
-        let nanos = wall.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-        let new = Event {
-            namespace: m.namespace.clone(),
-            pod: m.name.clone(),
-            uid: m.uid.clone(),
-            field_path: if o.container.is_empty() {
-                String::new()
-            } else {
-                format!("spec.containers{{{}}}", o.container)
-            },
-            warning: o.warning,
-            reason: o.reason,
-            message: if combined {
-                format!("{}{}", aggregate::PREFIX, o.message)
-            } else {
-                o.message
-            },
-            combined,
-            count: 1,
-            due: 0,
-            first: wall,
-            last: wall,
-            name: format!("{}.{nanos:x}", m.name),
-            sent: 0,
-        };
+        let new = Event::first(pod, o, combined, wall);
         let allowed = self.spam.borrow_mut().allow(&m.uid, now);
         if !allowed {
             self.filtered.set(self.filtered.get() + 1);
