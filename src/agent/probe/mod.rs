@@ -184,11 +184,12 @@ impl PodProbes {
         let Some(c) = pod.spec.containers.iter().find(|c| c.name == ev.container) else {
             return Verdict::Nothing;
         };
-        let Some(mut p) = self
-            .containers
-            .remove(&ev.container)
-            .filter(|p| p.id == ev.container_id)
-        else {
+        // An event of an instance already replaced must leave the new one's probes be.
+        let current = self.containers.get(&ev.container);
+        if current.is_none_or(|p| p.id != ev.container_id) {
+            return Verdict::Nothing;
+        }
+        let Some(mut p) = self.containers.remove(&ev.container) else {
             return Verdict::Nothing;
         };
         let name = format!("{}/{}", pod.metadata.namespace, pod.metadata.name);
