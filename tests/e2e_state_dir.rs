@@ -417,7 +417,7 @@ fn a_finished_pod_keeps_its_last_container_and_logs_across_gc_passes() {
             (!canary.parent().unwrap().exists()).then_some(())
         });
         let ids: Vec<_> = cri.containers(&uid).into_iter().map(|c| c.id).collect();
-        assert_eq!(ids, [last.id.clone()], "pass {pass}");
+        assert_eq!(ids, std::slice::from_ref(&last.id), "pass {pass}");
         let logs = n.tinylet_ok(&["logs", &target, "-c", "app"]);
         assert_eq!(logs.trim(), "second run", "pass {pass}");
     }
