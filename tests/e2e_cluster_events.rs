@@ -1,7 +1,10 @@
 //! End-to-end test of the pod events a tinylet node sends to the cluster: the real
 //! control plane of `tests/harness/kube.sh` and a private containerd of the harness. A
 //! crash-looping pod gets one BackOff Event whose count grows (not a new object per
-//! restart), and `kubectl describe pod` shows it with the container's other events.
+//! restart), and `kubectl describe pod` shows it with the container's other events; a
+//! volume that cannot be set up is a FailedMount event, an httpGet probe answered with
+//! a redirect a ProbeWarning, repeated once a second: past the pod's burst of 25 events
+//! the spam filter holds its count on the API server while the probe goes on.
 
 mod agent_support;
 mod common;
@@ -16,9 +19,12 @@ const NODE: &str = "tl-events";
 const NS: &str = "events";
 const START: Duration = Duration::from_secs(90);
 
-/// The pod's events with `reason`, as the Events API lists them.
+/// The pod's events with `reason` (all of them for ""), as the Events API lists them.
 fn events(kube: &Kube, pod: &str, reason: &str) -> Vec<Value> {
-    let selector = format!("involvedObject.name={pod},reason={reason}");
+    let mut selector = format!("involvedObject.name={pod}");
+    if !reason.is_empty() {
+        selector.push_str(&format!(",reason={reason}"));
+    }
     let out = kube.kubectl_ok(&[
         "get",
         "events",
@@ -33,35 +39,53 @@ fn events(kube: &Kube, pod: &str, reason: &str) -> Vec<Value> {
     list["items"].as_array().cloned().unwrap_or_default()
 }
 
-#[test]
-fn crash_looping_pod_has_one_backoff_event_with_a_growing_count() {
+fn count(e: &Value) -> u64 {
+    e["count"].as_u64().unwrap_or(0)
+}
+
+/// The control plane, a containerd and a node named `node` joined to them, running.
+fn cluster(node: &str) -> (Kube, Containerd, Node) {
     let kube = Kube::start();
     let c = Containerd::start();
     kube.apply(
-        &json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": NODE}}).to_string(),
+        &json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}}).to_string(),
     );
-    let n = Node::joining(&c, &kube.node_identity(NODE));
+    let n = Node::joining(&c, &kube.node_identity(node));
     n.start_agent();
     kube.apply(
         &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}).to_string(),
     );
     kube.wait_namespace(NS);
-    let pod = json!({
+    (kube, c, n)
+}
+
+/// A pod on `node` with one container `app`, fields of `container` merged in.
+fn pod(node: &str, name: &str, image: &str, container: Value, volumes: Value) -> Value {
+    let mut c = json!({"name": "app", "image": image, "imagePullPolicy": "IfNotPresent"});
+    for (k, v) in container.as_object().cloned().unwrap_or_default() {
+        c[k] = v;
+    }
+    json!({
         "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": "crash", "namespace": NS},
+        "metadata": {"name": name, "namespace": NS},
         "spec": {
-            "nodeName": NODE,
+            "nodeName": node,
             "automountServiceAccountToken": false,
             "terminationGracePeriodSeconds": 2,
             "tolerations": [{"operator": "Exists"}],
-            "containers": [{"name": "app", "image": c.test_image(),
-                            "imagePullPolicy": "IfNotPresent",
-                            "command": ["sh", "-c", "sleep 1; exit 3"]}],
+            "containers": [c],
+            "volumes": volumes,
         },
-    });
+    })
+}
+
+#[test]
+fn crash_looping_pod_has_one_backoff_event_with_a_growing_count() {
+    let (kube, c, n) = cluster(NODE);
+    let command = json!({"command": ["sh", "-c", "sleep 1; exit 3"]});
+    let pod = pod(NODE, "crash", c.test_image(), command, json!([]));
     kube.apply(&pod.to_string());
 
-    let count = |e: &Value| e["count"].as_u64().unwrap_or(0);
     let first = wait_for("a BackOff event", START, || {
         let evs = events(&kube, "crash", "BackOff");
         assert!(evs.len() <= 1, "more than one BackOff event: {evs:#?}");
@@ -87,5 +111,103 @@ fn crash_looping_pod_has_one_backoff_event_with_a_growing_count() {
         "{described}"
     );
     assert!(described.contains("Started"), "{described}");
+
+    // The image was on the node: kubelet's Pulled without a pull, once per start.
+    let pulled = events(&kube, "crash", "Pulled");
+    assert_eq!(pulled.len(), 1, "{pulled:#?}");
+    let present = format!(
+        "Container image \"{}\" already present on machine",
+        c.test_image()
+    );
+    assert_eq!(pulled[0]["message"], present.as_str());
+    assert!(count(&pulled[0]) >= 2, "{pulled:#?}");
+    // However often it restarts, the pod has one Event object per kind of event.
+    let all = events(&kube, "crash", "");
+    let mut kinds: Vec<_> = all
+        .iter()
+        .map(|e| format!("{} {}", e["reason"], e["message"]))
+        .collect();
+    kinds.sort();
+    let n_objects = kinds.len();
+    kinds.dedup();
+    assert_eq!(
+        kinds.len(),
+        n_objects,
+        "an Event object per restart: {all:#?}"
+    );
+    assert!(n_objects <= 6, "{kinds:#?}");
+    n.assert_agent_alive();
+}
+
+#[test]
+fn failed_mount_and_probe_warnings_held_by_the_spam_filter() {
+    let node = "tl-events-2";
+    let (kube, c, n) = cluster(node);
+    let volumes = json!([{"name": "cfg", "configMap": {"name": "missing"}}]);
+    let mount = json!({"command": ["sleep", "3600"],
+                       "volumeMounts": [{"name": "cfg", "mountPath": "/cfg"}]});
+    kube.apply(&pod(node, "nomount", c.test_image(), mount, volumes).to_string());
+    // A CGI that counts its hits and answers with a redirect to another host.
+    let script = "mkdir -p /www/cgi-bin && \
+        printf '#!/bin/sh\\necho hit >> /tmp/hits\\nprintf \"HTTP/1.1 302 Found\\\\r\\\\nLocation: http://elsewhere.invalid/\\\\r\\\\nContent-Length: 0\\\\r\\\\n\\\\r\\\\n\"\\n' \
+        > /www/cgi-bin/go && chmod +x /www/cgi-bin/go && exec httpd -f -p 8080 -h /www";
+    let web = json!({
+        "command": ["sh", "-c", script],
+        "readinessProbe": {"httpGet": {"path": "/cgi-bin/go", "port": 8080},
+                           "periodSeconds": 1, "timeoutSeconds": 5},
+    });
+    kube.apply(&pod(node, "redirect", c.test_image(), web, json!([])).to_string());
+
+    let failed = wait_for("a FailedMount event", START, || {
+        events(&kube, "nomount", "FailedMount").into_iter().next()
+    });
+    assert_eq!(failed["type"], "Warning");
+    assert_eq!(
+        failed["message"],
+        "MountVolume.SetUp failed for volume \"cfg\" : configmap \"missing\" not found"
+    );
+
+    // A redirect is success (the pod gets ready) with a warning at every attempt.
+    let warning = wait_for("a ProbeWarning event", START, || {
+        events(&kube, "redirect", "ProbeWarning").into_iter().next()
+    });
+    assert_eq!(warning["type"], "Warning");
+    assert_eq!(
+        warning["involvedObject"]["fieldPath"],
+        "spec.containers{app}"
+    );
+    let message = warning["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with("Readiness probe warning: Probe terminated redirects"),
+        "{message}"
+    );
+    let ready = || {
+        let out = kube.kubectl_ok(&["get", "pod", "redirect", "-n", NS, "-o", "json"]);
+        let p: Value = serde_json::from_str(&out).unwrap();
+        p["status"]["containerStatuses"][0]["ready"] == true
+    };
+    wait_for("the redirected pod to be ready", START, || {
+        ready().then_some(())
+    });
+    // The pod's 25 tokens: Pulled, Created, Started, then 22 warnings; the rest wait
+    // (5 minutes per token) while the probe goes on hitting the pod every second.
+    let spent = 22;
+    wait_for("the warnings to reach the burst", START, || {
+        let evs = events(&kube, "redirect", "ProbeWarning");
+        assert_eq!(evs.len(), 1, "{evs:#?}");
+        let n = count(&evs[0]);
+        assert!(n <= spent, "past the burst: {evs:#?}");
+        (n == spent).then_some(())
+    });
+    let target = format!("{NS}/redirect");
+    let hits = || {
+        let out = n.tinylet_ok(&["exec", &target, "-c", "app", "--", "cat", "/tmp/hits"]);
+        out.lines().count() as u64
+    };
+    wait_for("ten probes past the burst", START, || {
+        (hits() >= spent + 13).then_some(())
+    });
+    let evs = events(&kube, "redirect", "ProbeWarning");
+    assert_eq!(count(&evs[0]), spent, "held by the spam filter: {evs:#?}");
     n.assert_agent_alive();
 }

@@ -376,3 +376,56 @@ fn a_pod_uid_with_underscores_keeps_its_logs_across_gc_passes() {
     );
     assert!(n.pod("twin").is_none());
 }
+
+/// A finished pod keeps its last dead container per container name (and so its logs)
+/// across container GC passes until it is deleted, as kubelet's container GC does;
+/// older instances of the same container go.
+#[test]
+fn a_finished_pod_keeps_its_last_container_and_logs_across_gc_passes() {
+    let c = Containerd::start();
+    let n = Node::new(&c, "gcdone");
+    n.set_config("containerGC", json!({"period": "1s"}));
+    n.start_agent();
+    // Fails once, then succeeds: two dead instances of one container.
+    let script = "if [ -f /data/once ]; then echo second run; exit 0; fi; \
+                  touch /data/once; echo first run; exit 1";
+    let mut app = sh("app", n.image(), script);
+    app["volumeMounts"] = json!([{"name": "data", "mountPath": "/data"}]);
+    let m = pod(
+        "done",
+        json!({"containers": [app], "restartPolicy": "OnFailure",
+               "volumes": [{"name": "data", "emptyDir": {}}]}),
+    );
+    n.apply(&m);
+    n.wait_pod("done", "Succeeded", START, |p| phase(p) == "Succeeded");
+    let uid = n.uid("done");
+    let cri = n.cri();
+    // The GC removes the first instance: then only the last one is left.
+    let last = wait_for("the older instance collected", START, || {
+        let cs = cri.containers(&uid);
+        (cs.len() == 1).then(|| cs[0].clone())
+    });
+    assert_eq!(last.metadata.as_ref().map(|m| m.attempt), Some(1));
+    let target = format!("{NS}/done");
+    let logs = n.tinylet_ok(&["logs", &target, "-c", "app"]);
+    assert_eq!(logs.trim(), "second run");
+    let gone_logs = n.dir.join("logs");
+    for pass in 0..3 {
+        let canary = gone_logs.join(format!("{NS}_gone_canary-{pass}/app"));
+        std::fs::create_dir_all(&canary).unwrap();
+        wait_for("a container GC pass", START, || {
+            (!canary.parent().unwrap().exists()).then_some(())
+        });
+        let ids: Vec<_> = cri.containers(&uid).into_iter().map(|c| c.id).collect();
+        assert_eq!(ids, std::slice::from_ref(&last.id), "pass {pass}");
+        let logs = n.tinylet_ok(&["logs", &target, "-c", "app"]);
+        assert_eq!(logs.trim(), "second run", "pass {pass}");
+    }
+    n.delete_pod("done");
+    wait_for(
+        "the finished pod's containers removed on delete",
+        START,
+        || cri.containers(&uid).is_empty().then_some(()),
+    );
+    n.assert_agent_alive();
+}

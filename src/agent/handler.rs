@@ -71,22 +71,23 @@ pub async fn exec(
     })
 }
 
-/// An HTTP GET; a probe's verdict: a status outside 200-399 is a failure.
+/// An HTTP GET; a probe's verdict: a status outside 200-399 is a failure, a 3xx a
+/// success with a warning (the `Ok` value; kubelet's `ProbeWarning` event).
 pub async fn http_probe(
     t: &Target,
     h: &HttpGetAction,
     timeout: Duration,
-) -> Result<(), HandlerError> {
+) -> Result<Option<String>, HandlerError> {
     let (addr, code) = http_get(t, h, timeout).await?;
-    if http_get::is_success(code) {
-        Ok(())
-    } else {
-        Err(HandlerError::HttpStatus {
+    if !http_get::is_success(code) {
+        return Err(HandlerError::HttpStatus {
             addr,
             path: h.path.clone(),
             code,
-        })
+        });
     }
+    // A redirect counts as success with kubelet's warning (redirects are not followed).
+    Ok((code >= 300).then(|| format!("Probe terminated redirects, Response status: {code}")))
 }
 
 /// An HTTP GET: the address it went to and the status code it got.

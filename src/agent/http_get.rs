@@ -5,7 +5,8 @@
 //!
 //! Kubelet's rules kept: `User-Agent: kube-probe/1.x` and `Accept: */*` unless the
 //! manifest sets them, `Host: host:port` unless it sets Host, interim 1xx responses are
-//! skipped, 200-399 is success. Redirects are not followed (a 3xx is already success).
+//! skipped, 200-399 is success. Redirects are not followed (a 3xx is already success;
+//! a probe records it as a warning, see `handler::http_probe`).
 
 use async_io::{Async, Timer};
 use smol::future;

@@ -111,10 +111,13 @@ pub async fn ensure(
     };
     let local = match (policy(c), present.map(|i| i.id)) {
         (PullPolicy::Never, Some(id)) | (PullPolicy::IfNotPresent, Some(id)) => {
+            ctx.event(pod, &c.name, false, EventReason::Pulled, || {
+                format!("Container image \"{image}\" already present on machine")
+            });
             return Ok(Ensured {
                 image_ref: id,
                 offline: None,
-            })
+            });
         }
         (PullPolicy::Never, None) => {
             return Err(waiting(

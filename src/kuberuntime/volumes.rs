@@ -73,7 +73,8 @@ pub fn prepare(
     Ok(())
 }
 
-fn prepare_one(
+/// Makes volume `v` of `pod` ready on the host (what [`prepare`] does for each).
+pub fn prepare_one(
     pod: &Pod,
     v: &Volume,
     pods_dir: &Path,

@@ -223,6 +223,11 @@ pub enum EventReason {
     Killing,
     /// A probe failed.
     Unhealthy,
+    /// A probe succeeded with a warning (an httpGet answered with a redirect the
+    /// prober does not follow).
+    ProbeWarning,
+    /// A volume of the pod cannot be set up.
+    FailedMount,
     /// The registry did not answer; the local copy of the image runs (tinylet's own).
     OfflineImage,
 }
@@ -239,6 +244,8 @@ impl EventReason {
             EventReason::Started => "Started",
             EventReason::Killing => "Killing",
             EventReason::Unhealthy => "Unhealthy",
+            EventReason::ProbeWarning => "ProbeWarning",
+            EventReason::FailedMount => "FailedMount",
             EventReason::OfflineImage => "OfflineImage",
         }
     }
@@ -252,6 +259,8 @@ mod tests {
     fn event_reasons_are_kubelets() {
         assert_eq!(EventReason::BackOff.as_str(), "BackOff");
         assert_eq!(EventReason::OfflineImage.as_str(), "OfflineImage");
+        assert_eq!(EventReason::ProbeWarning.as_str(), "ProbeWarning");
+        assert_eq!(EventReason::FailedMount.as_str(), "FailedMount");
     }
 
     #[test]

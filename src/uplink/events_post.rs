@@ -2,8 +2,9 @@
 //! created (`POST .../events`), a repeat patches the count and last time of the same
 //! object. Sends are batched: after a batch the sender waits [`PACE`], so a
 //! crash-looping pod costs at most one patch per event per `PACE` however often it
-//! fails. While the API server is away, nothing is lost beyond the recorder's bound;
-//! sending resumes with the latest counts.
+//! fails (and the recorder's spam filter bounds how often an event is due at all).
+//! While the API server is away, nothing is lost beyond the recorder's bound; sending
+//! resumes with the latest counts.
 
 use super::agent::Uplink;
 use super::client::PatchType;
@@ -29,7 +30,7 @@ pub async fn run(uplink: Rc<Uplink>) {
         }
         for e in events.unsent() {
             match send(&uplink, &e).await {
-                Ok(()) => events.sent(&e.name, e.count),
+                Ok(()) => events.sent(&e.name, e.due),
                 Err(err) => {
                     log::debug!("event {}/{} ({}): {err}", e.namespace, e.name, e.reason);
                     Timer::after(RETRY).await;
@@ -41,7 +42,8 @@ pub async fn run(uplink: Rc<Uplink>) {
     }
 }
 
-/// Creates the Event object, or patches its count when the API server has it.
+/// Creates the Event object, or patches its count when the API server has it (the count
+/// due: occurrences the spam filter held back go out with the next one it lets through).
 async fn send(u: &Uplink, e: &Event) -> Result<(), ApiError> {
     let path = format!("/api/v1/namespaces/{}/events", e.namespace);
     if e.sent == 0 {
@@ -51,7 +53,7 @@ async fn send(u: &Uplink, e: &Event) -> Result<(), ApiError> {
         }
     }
     let patch = json!({
-        "count": e.count,
+        "count": e.due,
         "lastTimestamp": format_rfc3339(e.last),
         "message": e.message,
     });
@@ -87,7 +89,7 @@ fn object(u: &Uplink, e: &Event) -> Value {
         "reason": e.reason,
         "message": e.message,
         "type": if e.warning { "Warning" } else { "Normal" },
-        "count": e.count,
+        "count": e.due,
         "firstTimestamp": format_rfc3339(e.first),
         "lastTimestamp": format_rfc3339(e.last),
         "source": {"component": "kubelet", "host": u.node_name},

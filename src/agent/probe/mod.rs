@@ -184,20 +184,30 @@ impl PodProbes {
         let Some(c) = pod.spec.containers.iter().find(|c| c.name == ev.container) else {
             return Verdict::Nothing;
         };
-        let Some(mut p) = self
-            .containers
-            .remove(&ev.container)
-            .filter(|p| p.id == ev.container_id)
-        else {
+        // An event of an instance already replaced must leave the new one's probes be.
+        let current = self.containers.get(&ev.container);
+        if current.is_none_or(|p| p.id != ev.container_id) {
+            return Verdict::Nothing;
+        }
+        let Some(mut p) = self.containers.remove(&ev.container) else {
             return Verdict::Nothing;
         };
         let name = format!("{}/{}", pod.metadata.namespace, pod.metadata.name);
+        let kind = match ev.kind {
+            Kind::Liveness => "Liveness",
+            Kind::Readiness => "Readiness",
+            Kind::Startup => "Startup",
+        };
+        if let Some(w) = &ev.warning {
+            ctx.event(pod, &c.name, true, EventReason::ProbeWarning, || {
+                format!("{kind} probe warning: {w}")
+            });
+        }
+        if !ev.changed {
+            self.containers.insert(ev.container, p);
+            return Verdict::Nothing;
+        }
         if !ev.ok {
-            let kind = match ev.kind {
-                Kind::Liveness => "Liveness",
-                Kind::Readiness => "Readiness",
-                Kind::Startup => "Startup",
-            };
             ctx.event(pod, &c.name, true, EventReason::Unhealthy, || {
                 format!("{kind} probe failed: {}", ev.detail)
             });

@@ -1,7 +1,7 @@
 //! One probe of one container instance as a task: one timer ticking every
 //! `periodSeconds` from the container's start plus `initialDelaySeconds`, one attempt
 //! per tick bounded by `timeoutSeconds`, and a message to the pod's worker only when
-//! the result changes. Idle cost is exactly the probing the manifest asks for; the task
+//! the result changes or an attempt succeeds with a warning. Idle cost is exactly the probing the manifest asks for; the task
 //! ends when its verdict makes further probing pointless (see [`ProbeState::finished`])
 //! or when the worker drops it (the container stopped or was replaced).
 
@@ -15,7 +15,7 @@ use smol::{Task, Timer};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-/// A probe's result changed.
+/// A probe's result changed, or an attempt succeeded with a warning.
 #[derive(Debug, Clone)]
 pub struct Event {
     /// The container's name.
@@ -26,6 +26,10 @@ pub struct Event {
     pub kind: Kind,
     /// It succeeds now.
     pub ok: bool,
+    /// The result changed (else only `warning` is news).
+    pub changed: bool,
+    /// The attempt succeeded with this warning (an httpGet redirect).
+    pub warning: Option<String>,
     /// Why the last attempt failed ("" on success).
     pub detail: String,
 }
@@ -79,12 +83,17 @@ async fn probe_loop(ctx: Rc<Context>, run: ProbeRun, tx: Sender<Event>) {
                 run.kind.field()
             );
         }
-        if let Some(ok) = state.record(outcome.is_ok()) {
+        let changed = state.record(outcome.is_ok()).is_some();
+        let warning = outcome.as_ref().ok().cloned().flatten();
+        // kubelet warns on every attempt that has a warning, not only on a change.
+        if changed || warning.is_some() {
             let ev = Event {
                 container: run.container.clone(),
                 container_id: run.target.container_id.clone(),
                 kind: run.kind,
-                ok,
+                ok: outcome.is_ok(),
+                changed,
+                warning,
                 detail: outcome.err().map(|e| e.to_string()).unwrap_or_default(),
             };
             if tx.send(ev).await.is_err() {
@@ -97,19 +106,21 @@ async fn probe_loop(ctx: Rc<Context>, run: ProbeRun, tx: Sender<Event>) {
     }
 }
 
-/// One attempt of the probe's handler.
+/// One attempt of the probe's handler: `Ok` with a warning for a success that has one.
 async fn attempt(
     ctx: &Context,
     p: &Probe,
     t: &Target,
     timeout: Duration,
-) -> Result<(), HandlerError> {
+) -> Result<Option<String>, HandlerError> {
     if let Some(e) = &p.exec {
-        handler::exec(ctx, t, &e.command, timeout).await
+        handler::exec(ctx, t, &e.command, timeout)
+            .await
+            .map(|()| None)
     } else if let Some(h) = &p.http_get {
         handler::http_probe(t, h, timeout).await
     } else if let Some(s) = &p.tcp_socket {
-        handler::tcp_socket(t, s, timeout).await
+        handler::tcp_socket(t, s, timeout).await.map(|()| None)
     } else {
         // Validation refuses grpc probes and probes without a handler.
         Err(HandlerError::NoProbeHandler)

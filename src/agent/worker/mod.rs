@@ -179,11 +179,15 @@ impl Worker {
         if self.pod.terminating() {
             return Box::pin(self.terminate()).await;
         }
+        let mut must_sync = true;
         loop {
             // Boxed: a sync's state (CRI calls in flight, configs) lives on the heap
             // only while it runs, so a waiting worker's task holds little more than
             // the Worker itself (about 8 KB less per pod than the sync inlined).
-            Box::pin(self.sync()).await;
+            if must_sync {
+                Box::pin(self.sync()).await;
+            }
+            must_sync = true;
             let early = std::mem::take(&mut self.early);
             let woken = match early.is_empty() {
                 true => self.wait(&rx).await,
@@ -192,6 +196,8 @@ impl Worker {
             let mut msgs = match woken {
                 Woken::Timer => early,
                 Woken::Probe(ev) => {
+                    // A probe's warning alone changes nothing a sync would act on.
+                    must_sync = ev.changed;
                     self.probe_event(ev).await;
                     Vec::new()
                 }
@@ -207,6 +213,7 @@ impl Worker {
             while let Ok(m) = rx.try_recv() {
                 msgs.push(m);
             }
+            must_sync |= !msgs.is_empty();
             for m in msgs {
                 match m {
                     Msg::Update(p) => {
@@ -251,8 +258,8 @@ impl Worker {
         })
     }
 
-    /// Acts on a probe's changed result: kills the container when its liveness or
-    /// startup probe failed. The sync that follows writes the new status (and restarts
+    /// Acts on a probe's changed result (or records its warning): kills the container
+    /// when its liveness or startup probe failed. The sync that follows writes the new status (and restarts
     /// the container as the restart policy and back-off allow).
     async fn probe_event(&mut self, ev: probe::Event) {
         let verdict = self.probes.apply(&self.ctx, &self.pod, ev);

@@ -14,6 +14,7 @@ use crate::cri::CriError;
 use crate::kuberuntime::hash::{container_hash, sandbox_hash};
 use crate::kuberuntime::observed::{ObservedPod, State};
 use crate::kuberuntime::{volumes, SyncError};
+use crate::model::reason::{EventReason, Reason};
 use crate::model::status::PodPhase;
 use crate::model::{Container, Pod};
 use std::time::Instant;
@@ -112,14 +113,32 @@ impl Worker {
         ours.then_some(phase)
     }
 
+    /// Makes every volume ready; a volume that cannot be is kubelet's `FailedMount`
+    /// event (not while the cluster's token is merely awaited: no fault).
     fn prepare_volumes(&self) -> Result<(), SyncError> {
         let cfg = &self.ctx.cfg;
-        volumes::prepare(
-            &self.pod,
-            &cfg.pods_dir,
-            &cfg.allowed_host_paths,
-            &*self.ctx,
-        )
+        for v in &self.pod.spec.volumes {
+            let prepared = volumes::prepare_one(
+                &self.pod,
+                v,
+                &cfg.pods_dir,
+                &cfg.allowed_host_paths,
+                &*self.ctx,
+            );
+            if let Err(e) = prepared {
+                if e.reason != Reason::ContainerCreating {
+                    self.ctx
+                        .event(&self.pod, "", true, EventReason::FailedMount, || {
+                            format!(
+                                "MountVolume.SetUp failed for volume {:?} : {}",
+                                v.name, e.message
+                            )
+                        });
+                }
+                return Err(e);
+            }
+        }
+        Ok(())
     }
 
     /// Running containers to replace because a background pull brought an image other
