@@ -49,8 +49,12 @@ pub async fn run(up: Rc<Uplink>) {
     };
     let node_uid = Rc::new(RefCell::new(String::new()));
     let (wake_tx, wake_rx) = smol::channel::bounded(1);
+    let machine = Machine {
+        kubelet_port: up.kubelet_port.get(),
+        ..Machine::read(&up.ctx, api.max_pods)
+    };
     let mut node = StatusTask {
-        machine: Machine::read(&up.ctx, api.max_pods),
+        machine,
         up: up.clone(),
         api,
         node_uid: node_uid.clone(),
