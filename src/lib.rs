@@ -33,9 +33,9 @@ pub mod cli;
 pub mod config;
 pub mod cri;
 pub mod gc;
-pub mod kuberuntime;
 #[cfg(feature = "uplink")]
 pub mod kubelet_api;
+pub mod kuberuntime;
 pub mod logs;
 pub mod metrics;
 pub mod model;

@@ -34,7 +34,10 @@ fn sh(script: &str) {
 /// A key and certificate `dir/NAME.{key,crt}` for `subj`, signed by `ca` (`ca.crt` and
 /// `ca.key` in that directory), with X.509 v3 `ext` lines.
 fn issue(dir: &Path, name: &str, subj: &str, ext: &str, ca: &Path) -> (PathBuf, PathBuf) {
-    let (key, crt) = (dir.join(format!("{name}.key")), dir.join(format!("{name}.crt")));
+    let (key, crt) = (
+        dir.join(format!("{name}.key")),
+        dir.join(format!("{name}.crt")),
+    );
     let ext_file = dir.join(format!("{name}.ext"));
     std::fs::write(&ext_file, ext).unwrap();
     sh(&format!(
@@ -94,7 +97,9 @@ struct ApiNode {
 }
 
 fn api_node(kube: &Kube, c: &Containerd, name: &str) -> ApiNode {
-    kube.apply(&json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}}).to_string());
+    kube.apply(
+        &json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}}).to_string(),
+    );
     let id = kube.node_identity(name);
     let node = Node::joining(c, &id);
     let pki = node.dir.join("kubelet-pki");
@@ -107,7 +112,13 @@ fn api_node(kube: &Kube, c: &Containerd, name: &str) -> ApiNode {
         sans.join(",")
     );
     let cluster_pki = kube.dir().join("pki");
-    let (key, crt) = issue(&pki, "serving", &format!("/CN=system:node:{name}/O=system:nodes"), &ext, &cluster_pki);
+    let (key, crt) = issue(
+        &pki,
+        "serving",
+        &format!("/CN=system:node:{name}/O=system:nodes"),
+        &ext,
+        &cluster_pki,
+    );
     let port = free_port();
     node.set_config(
         "apiServer",
@@ -133,8 +144,16 @@ impl ApiNode {
     /// line code or "000", body).
     fn curl(&self, path: &str, cert: Option<&(PathBuf, PathBuf)>) -> (i32, String, String) {
         let mut cmd = Command::new("curl");
-        cmd.args(["-sS", "--max-time", "20", "--tlsv1.3", "-w", "\n%{http_code}", "--cacert"])
-            .arg(&self.ca);
+        cmd.args([
+            "-sS",
+            "--max-time",
+            "20",
+            "--tlsv1.3",
+            "-w",
+            "\n%{http_code}",
+            "--cacert",
+        ])
+        .arg(&self.ca);
         if let Some((key, crt)) = cert {
             cmd.arg("--cert").arg(crt).arg("--key").arg(key);
         }
@@ -151,7 +170,9 @@ impl ApiNode {
 }
 
 fn namespace(kube: &Kube, ns: &str) {
-    kube.apply(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}).to_string());
+    kube.apply(
+        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}).to_string(),
+    );
     kube.wait_namespace(ns);
 }
 
@@ -175,7 +196,13 @@ fn pod(kube: &Kube, ns: &str, node: &str, name: &str, image: &str, script: &str)
 }
 
 /// `kubectl logs ARGS -n NS` until it succeeds with output `pred` accepts.
-fn logs_until(kube: &Kube, ns: &str, args: &[&str], what: &str, pred: impl Fn(&str) -> bool) -> String {
+fn logs_until(
+    kube: &Kube,
+    ns: &str,
+    args: &[&str],
+    what: &str,
+    pred: impl Fn(&str) -> bool,
+) -> String {
     let mut all = vec!["logs", "-n", ns];
     all.extend_from_slice(args);
     let deadline = Instant::now() + START;
@@ -186,9 +213,37 @@ fn logs_until(kube: &Kube, ns: &str, args: &[&str], what: &str, pred: impl Fn(&s
             return text;
         }
         let last = format!("{text}{}", String::from_utf8_lossy(&out.stderr));
-        assert!(Instant::now() < deadline, "kubectl {all:?}: not {what}; last:\n{last}");
+        assert!(
+            Instant::now() < deadline,
+            "kubectl {all:?}: not {what}; last:\n{last}"
+        );
         std::thread::sleep(Duration::from_millis(500));
     }
+}
+
+/// `promtool check metrics` of `text` (Prometheus' own parser and linter).
+fn check_metrics_text(text: &str) {
+    use std::io::Write;
+    let mut child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian package prometheus; tests/harness/install-deps.sh)");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "promtool: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
@@ -200,23 +255,45 @@ fn kubectl_logs_follow_and_previous_through_the_api_server() {
     let n = api_node(kube, &c, NODE);
     namespace(kube, NS);
     let image = c.test_image();
-    pod(kube, NS, NODE, "ticker", &image,
-        "i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.3; done");
-    pod(kube, NS, NODE, "twice", &image,
+    pod(
+        kube,
+        NS,
+        NODE,
+        "ticker",
+        &image,
+        "i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.3; done",
+    );
+    pod(
+        kube,
+        NS,
+        NODE,
+        "twice",
+        &image,
         "n=$(cat /d/n 2>/dev/null || echo 0); n=$((n+1)); echo $n > /d/n; echo run $n; \
-         if [ $n -lt 2 ]; then exit 1; fi; exec sleep 3600");
+         if [ $n -lt 2 ]; then exit 1; fi; exec sleep 3600",
+    );
 
     // kubectl logs: the lines so far, in order.
-    let text = logs_until(kube, NS, &["ticker"], "three lines", |t| t.lines().count() >= 3);
+    let text = logs_until(kube, NS, &["ticker"], "three lines", |t| {
+        t.lines().count() >= 3
+    });
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(&lines[..3], ["tick 0", "tick 1", "tick 2"], "{text}");
     // tailLines, timestamps, limitBytes.
-    let tail = logs_until(kube, NS, &["ticker", "--tail=1", "--timestamps"], "one line", |_| true);
+    let tail = logs_until(
+        kube,
+        NS,
+        &["ticker", "--tail=1", "--timestamps"],
+        "one line",
+        |_| true,
+    );
     assert_eq!(tail.lines().count(), 1, "{tail}");
     let (time, msg) = tail.trim_end().split_once(' ').unwrap();
     assert!(time.ends_with('Z') && time.contains('T'), "{tail}");
     assert!(msg.starts_with("tick "), "{tail}");
-    let limited = logs_until(kube, NS, &["ticker", "--limit-bytes=9"], "9 bytes", |_| true);
+    let limited = logs_until(kube, NS, &["ticker", "--limit-bytes=9"], "9 bytes", |_| {
+        true
+    });
     assert_eq!(limited, "tick 0\nti");
 
     // kubectl logs -f: lines the container writes after the request arrive on it.
@@ -236,7 +313,10 @@ fn kubectl_logs_follow_and_previous_through_the_api_server() {
     let mut seen = vec![first];
     while seen.len() < 5 {
         line.clear();
-        assert!(out.read_line(&mut line).unwrap() > 0, "the follow ended early");
+        assert!(
+            out.read_line(&mut line).unwrap() > 0,
+            "the follow ended early"
+        );
         seen.push(number(&line));
     }
     let want: Vec<u64> = (first..first + 5).collect();
@@ -244,8 +324,31 @@ fn kubectl_logs_follow_and_previous_through_the_api_server() {
     let _ = child.kill();
     let _ = child.wait();
 
+    // /metrics/resource through the API server's node proxy (subresource metrics).
+    let path = format!("/api/v1/nodes/{NODE}/proxy/metrics/resource");
+    let metrics = wait_for("the ticker's resource metrics", START, || {
+        let m = kube.kubectl_ok(&["get", "--raw", &path]);
+        m.contains(r#"container_cpu_usage_seconds_total{container="app",pod="ticker",namespace="kapi-logs"}"#)
+            .then_some(m)
+    });
+    for family in [
+        "node_cpu_usage_seconds_total",
+        "node_memory_working_set_bytes",
+        "container_memory_working_set_bytes",
+        "scrape_error",
+    ] {
+        assert!(
+            metrics.contains(&format!("# TYPE {family} ")),
+            "{family}: {metrics}"
+        );
+    }
+    assert!(metrics.contains("\nscrape_error 0\n"), "{metrics}");
+    check_metrics_text(&metrics);
+
     // --previous: the run before the restart; without it: the current run.
-    let prev = logs_until(kube, NS, &["twice", "--previous"], "the first run", |t| t == "run 1\n");
+    let prev = logs_until(kube, NS, &["twice", "--previous"], "the first run", |t| {
+        t == "run 1\n"
+    });
     assert_eq!(prev, "run 1\n");
     let cur = logs_until(kube, NS, &["twice"], "the second run", |t| t == "run 2\n");
     assert_eq!(cur, "run 2\n");
@@ -268,7 +371,13 @@ fn kubelet_api_authenticates_by_certificate_and_authorizes_by_review() {
     let other = n.pki.join("other");
     std::fs::create_dir_all(&other).unwrap();
     foreign_ca(&other);
-    let mallory = issue(&other, "mallory", "/CN=mallory/O=system:masters", CLIENT_EXT, &other);
+    let mallory = issue(
+        &other,
+        "mallory",
+        "/CN=mallory/O=system:masters",
+        CLIENT_EXT,
+        &other,
+    );
     let (exit, code, _) = n.curl("/pods", Some(&mallory));
     assert_ne!(exit, 0, "curl with a foreign certificate must fail");
     assert_eq!(code, "000", "no HTTP status for a refused certificate");
@@ -309,13 +418,22 @@ fn kubelet_api_authenticates_by_certificate_and_authorizes_by_review() {
     let (_, code, _) = n.curl("/healthz", Some(&bob));
     assert_eq!(code, "200");
     let mut post = Command::new("curl");
-    post.args(["-sS", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", "--cacert"])
-        .arg(&n.ca)
-        .arg("--cert")
-        .arg(&bob.1)
-        .arg("--key")
-        .arg(&bob.0)
-        .arg(format!("https://127.0.0.1:{}/pods", n.port));
+    post.args([
+        "-sS",
+        "-o",
+        "/dev/null",
+        "-w",
+        "%{http_code}",
+        "-X",
+        "POST",
+        "--cacert",
+    ])
+    .arg(&n.ca)
+    .arg("--cert")
+    .arg(&bob.1)
+    .arg("--key")
+    .arg(&bob.0)
+    .arg(format!("https://127.0.0.1:{}/pods", n.port));
     let out = post.output().unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "403");
     n.node.assert_agent_alive();

@@ -214,7 +214,10 @@ impl ApiServerConfig {
         if self.address.parse::<std::net::IpAddr>().is_err() {
             return err(
                 "address",
-                format!("expected an IP address (e.g. 0.0.0.0), got {:?}", self.address),
+                format!(
+                    "expected an IP address (e.g. 0.0.0.0), got {:?}",
+                    self.address
+                ),
             );
         }
         let files = [
@@ -230,7 +233,8 @@ impl ApiServerConfig {
                 return err(field, format!("must be an absolute path, got {path:?}"));
             }
         }
-        if self.tls_cert_file.as_os_str().is_empty() != self.tls_private_key_file.as_os_str().is_empty()
+        if self.tls_cert_file.as_os_str().is_empty()
+            != self.tls_private_key_file.as_os_str().is_empty()
         {
             return err(
                 "tlsCertFile",

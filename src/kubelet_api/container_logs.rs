@@ -61,7 +61,10 @@ impl LogRequest {
             ));
         };
         if [ns, pod, container].iter().any(|p| p.is_empty()) {
-            return Err(Refused(404, "namespace, pod and container must be named".into()));
+            return Err(Refused(
+                404,
+                "namespace, pod and container must be named".into(),
+            ));
         }
         let mut r = LogRequest {
             ns: decode(ns)?,
@@ -113,9 +116,16 @@ impl LogRequest {
             Err(e) => return Err(Refused(500, e.to_string())),
         };
         let spec = &pod.spec;
-        let known = spec.containers.iter().chain(&spec.init_containers).any(|x| &x.name == c);
+        let known = spec
+            .containers
+            .iter()
+            .chain(&spec.init_containers)
+            .any(|x| &x.name == c);
         if !known {
-            return Err(Refused(404, format!("container {c:?} not found in pod {name:?}")));
+            return Err(Refused(
+                404,
+                format!("container {c:?} not found in pod {name:?}"),
+            ));
         }
         let dir = cfg
             .pod_logs_dir
@@ -216,10 +226,15 @@ async fn client_left<S: AsyncRead + Unpin>(stream: &mut S) -> bool {
 }
 
 /// A write that fails when the client does not take it within [`WRITE_WAIT`].
-pub async fn timed(write: impl std::future::Future<Output = std::io::Result<()>>) -> std::io::Result<()> {
+pub async fn timed(
+    write: impl std::future::Future<Output = std::io::Result<()>>,
+) -> std::io::Result<()> {
     let late = async {
         Timer::after(WRITE_WAIT).await;
-        Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "client too slow"))
+        Err(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            "client too slow",
+        ))
     };
     smol::future::or(write, late).await
 }
@@ -229,7 +244,9 @@ fn boolean(key: &str, v: &str) -> Result<bool, Refused> {
     match v {
         "1" | "t" | "T" | "true" | "TRUE" | "True" | "" => Ok(true),
         "0" | "f" | "F" | "false" | "FALSE" | "False" => Ok(false),
-        _ => Err(Refused::bad(format!("{key}: expected true or false, got {v:?}"))),
+        _ => Err(Refused::bad(format!(
+            "{key}: expected true or false, got {v:?}"
+        ))),
     }
 }
 
@@ -251,7 +268,9 @@ fn decode(s: &str) -> Result<String, Refused> {
     let mut i = 0;
     while let Some(&c) = b.get(i) {
         if c == b'%' {
-            let hex = b.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+            let hex = b
+                .get(i + 1..i + 3)
+                .and_then(|h| std::str::from_utf8(h).ok());
             let byte = hex.and_then(|h| u8::from_str_radix(h, 16).ok());
             let Some(byte) = byte else {
                 return Err(Refused::bad(format!("bad percent-encoding in {s:?}")));
@@ -277,7 +296,10 @@ mod tests {
             "follow=true&tailLines=10&limitBytes=500&timestamps=true&previous=false",
         )
         .unwrap();
-        assert_eq!((r.ns.as_str(), r.pod.as_str(), r.container.as_str()), ("ns", "p", "c"));
+        assert_eq!(
+            (r.ns.as_str(), r.pod.as_str(), r.container.as_str()),
+            ("ns", "p", "c")
+        );
         assert!(r.follow && r.read.timestamps && !r.previous);
         assert_eq!((r.read.tail, r.limit_bytes), (Some(10), Some(500)));
         let t = LogRequest::parse("ns/p/c", "sinceTime=2026-12-04T10%3A00%3A00Z").unwrap();
@@ -285,7 +307,11 @@ mod tests {
             t.read.since,
             Some(crate::model::time::parse_rfc3339("2026-12-04T10:00:00Z").unwrap())
         );
-        assert!(LogRequest::parse("ns/p/c", "sinceSeconds=60").unwrap().read.since.is_some());
+        assert!(LogRequest::parse("ns/p/c", "sinceSeconds=60")
+            .unwrap()
+            .read
+            .since
+            .is_some());
     }
 
     #[test]
@@ -298,7 +324,11 @@ mod tests {
             ("ns/p/c", "limitBytes=0", 400),
             ("ns/p/c", "follow=maybe", 400),
             ("ns/p/c", "sinceTime=yesterday", 400),
-            ("ns/p/c", "sinceSeconds=5&sinceTime=2026-12-04T10:00:00Z", 400),
+            (
+                "ns/p/c",
+                "sinceSeconds=5&sinceTime=2026-12-04T10:00:00Z",
+                400,
+            ),
             ("ns/p%zz/c", "", 400),
             ("ns/p%ff/c", "", 400),
         ] {

@@ -7,7 +7,8 @@
 //! off and webhook authorization: the client certificate's CN and O ([`auth`]), a
 //! `SubjectAccessReview` for `nodes/<subresource>` ([`authz`], cached). No certificate:
 //! 401; denied: 403; the API server unreachable: 500. Served: `/containerLogs/...`
-//! ([`container_logs`]), `/healthz` and `/pods` as on the local endpoint.
+//! ([`container_logs`]), `/healthz` and `/pods` as on the local endpoint, kubelet's
+//! `/metrics/resource` (node and container CPU and memory).
 //!
 //! Bounded: at most [`MAX_CONNECTIONS`] (the oldest is closed for a new one), a request
 //! head of `server::MAX_HEAD`, [`SETUP_DEADLINE`] from accept to an authorized request
@@ -83,9 +84,10 @@ pub fn start(up: &Rc<Uplink>) -> Result<(), SetupError> {
         authz: authz::Authorizer::new(up.clone()),
         counters: Rc::default(),
     });
-    let accept = crate::server::accept_bounded(listener, MAX_CONNECTIONS, "kubelet API", move |s| {
-        connection(s, shared.clone())
-    });
+    let accept =
+        crate::server::accept_bounded(listener, MAX_CONNECTIONS, "kubelet API", move |s| {
+            connection(s, shared.clone())
+        });
     crate::rt::spawn(accept).detach();
     Ok(())
 }
@@ -157,7 +159,10 @@ async fn authorize(api: &KubeletApi, user: Option<&User>, head: &Head) -> Option
         Ok(false) => Some(Answer::text(403, &format!("Forbidden ({what})\n"))),
         Err(e) => {
             log::warn!("kubelet API: SubjectAccessReview for {what}: {e}");
-            Some(Answer::text(500, &format!("Authorization error ({what})\n")))
+            Some(Answer::text(
+                500,
+                &format!("Authorization error ({what})\n"),
+            ))
         }
     }
 }
@@ -167,7 +172,8 @@ async fn route(conn: &mut TlsConn, api: &KubeletApi, head: &Head) -> std::io::Re
     let cfg = &api.ctx.cfg;
     if let Some(rest) = head.path.strip_prefix("/containerLogs/") {
         if head.method != "GET" {
-            return container_logs::timed(Answer::text(405, "only GET is served\n").write_to(conn)).await;
+            return container_logs::timed(Answer::text(405, "only GET is served\n").write_to(conn))
+                .await;
         }
         return match container_logs::LogRequest::parse(rest, &head.query) {
             Ok(req) => container_logs::serve(conn, cfg, &req).await,
@@ -177,8 +183,16 @@ async fn route(conn: &mut TlsConn, api: &KubeletApi, head: &Head) -> std::io::Re
     let answer = match (head.method.as_str(), head.path.as_str()) {
         ("GET", "/healthz") => crate::server::routes::healthz(cfg),
         ("GET", "/pods") => crate::server::pods::answer(cfg),
-        (_, "/healthz" | "/pods") => Answer::text(405, "only GET is served\n"),
-        _ => Answer::text(404, "not found; served: /containerLogs/, /healthz, /pods\n"),
+        ("GET", "/metrics/resource") => {
+            crate::server::metrics_text::resource_answer(&api.ctx).await
+        }
+        (_, "/healthz" | "/pods" | "/metrics/resource") => {
+            Answer::text(405, "only GET is served\n")
+        }
+        _ => Answer::text(
+            404,
+            "not found; served: /containerLogs/, /healthz, /pods, /metrics/resource\n",
+        ),
     };
     container_logs::timed(answer.write_to(conn)).await
 }

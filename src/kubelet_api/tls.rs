@@ -10,12 +10,12 @@ use crate::config::ApiServerConfig;
 use crate::uplink::files::{read_bounded, Secrecy, MAX_FILE_BYTES};
 use crate::uplink::kubeconfig::Sourced;
 use crate::uplink::tls::{certificates, certified_key, pem_error, roots};
+use crate::uplink::tls_io::TlsStream;
 use crate::uplink::{Kubeconfig, SetupError};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::PrivateKeyDer;
 use rustls::server::WebPkiClientVerifier;
 use rustls::sign::SingleCertAndKey;
-use crate::uplink::tls_io::TlsStream;
 use rustls::{ServerConfig, ServerConnection};
 use smol::io::{AsyncRead, AsyncWrite};
 use std::io;
@@ -26,7 +26,10 @@ use std::task::{ready, Context, Poll};
 use tokio::io::ReadBuf;
 
 /// Builds the server configuration from the config's files and the node's kubeconfig.
-pub fn server_config(api: &ApiServerConfig, kc: &Kubeconfig) -> Result<Arc<ServerConfig>, SetupError> {
+pub fn server_config(
+    api: &ApiServerConfig,
+    kc: &Kubeconfig,
+) -> Result<Arc<ServerConfig>, SetupError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let tls_error = |from: &str, source| SetupError::Tls {
         from: from.to_string(),
@@ -41,7 +44,12 @@ pub fn server_config(api: &ApiServerConfig, kc: &Kubeconfig) -> Result<Arc<Serve
     let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(ca), provider.clone())
         .allow_unauthenticated()
         .build()
-        .map_err(|e| tls_error("authentication.x509.clientCAFile", rustls::Error::General(e.to_string())))?;
+        .map_err(|e| {
+            tls_error(
+                "authentication.x509.clientCAFile",
+                rustls::Error::General(e.to_string()),
+            )
+        })?;
     let cert = read(&api.tls_cert_file, Secrecy::Public)?;
     let key = read(&api.tls_private_key_file, Secrecy::Secret)?;
     let key_der = PrivateKeyDer::from_pem_slice(&key.value)
@@ -76,13 +84,21 @@ impl AsyncRead for TlsConn {
         buf: &mut [u8],
     ) -> Poll<io::Result<usize>> {
         let mut rb = ReadBuf::new(buf);
-        ready!(tokio::io::AsyncRead::poll_read(Pin::new(&mut self.0), cx, &mut rb))?;
+        ready!(tokio::io::AsyncRead::poll_read(
+            Pin::new(&mut self.0),
+            cx,
+            &mut rb
+        ))?;
         Poll::Ready(Ok(rb.filled().len()))
     }
 }
 
 impl AsyncWrite for TlsConn {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
         tokio::io::AsyncWrite::poll_write(Pin::new(&mut self.0), cx, buf)
     }
 

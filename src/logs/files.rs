@@ -56,7 +56,10 @@ pub fn pick_instance(dir: &Path, previous: bool) -> io::Result<Option<u32>> {
         Err(e) => return Err(e),
     };
     let picked = if previous {
-        instances.len().checked_sub(2).and_then(|i| instances.get(i))
+        instances
+            .len()
+            .checked_sub(2)
+            .and_then(|i| instances.get(i))
     } else {
         instances.last()
     };

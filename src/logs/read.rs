@@ -149,13 +149,24 @@ impl LogStream {
                 if self.check_replaced(out)? {
                     continue; // the new file may have lines already
                 }
-                return Ok(if out.is_empty() { Step::Idle } else { Step::More });
+                return Ok(if out.is_empty() {
+                    Step::Idle
+                } else {
+                    Step::More
+                });
             }
             if let Some(mut f) = self.cur.take() {
                 if !self.follow {
                     if let Some(rec) = f.reader.rest().and_then(parse) {
                         if let Some(j) = self.joiner.push(rec) {
-                            emit(j, out, &mut self.stats, &mut self.skip, self.timestamps, self.since);
+                            emit(
+                                j,
+                                out,
+                                &mut self.stats,
+                                &mut self.skip,
+                                self.timestamps,
+                                self.since,
+                            );
                         }
                     }
                 }
@@ -180,7 +191,14 @@ impl LogStream {
         match parse(line) {
             Some(rec) => {
                 if let Some(j) = self.joiner.push(rec) {
-                    emit(j, out, &mut self.stats, &mut self.skip, self.timestamps, self.since);
+                    emit(
+                        j,
+                        out,
+                        &mut self.stats,
+                        &mut self.skip,
+                        self.timestamps,
+                        self.since,
+                    );
                 }
             }
             None => self.stats.bad += 1,
@@ -191,7 +209,14 @@ impl LogStream {
     /// The end of a read that does not follow: lines left unfinished go out too.
     fn finish(&mut self, out: &mut Vec<u8>) -> io::Result<Step> {
         for j in self.joiner.finish() {
-            emit(j, out, &mut self.stats, &mut self.skip, self.timestamps, self.since);
+            emit(
+                j,
+                out,
+                &mut self.stats,
+                &mut self.skip,
+                self.timestamps,
+                self.since,
+            );
         }
         Ok(Step::End)
     }

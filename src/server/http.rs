@@ -157,11 +157,16 @@ pub async fn start_chunked<W: AsyncWrite + Unpin>(
 
 /// Writes one chunk of a chunked body and flushes it (an empty `data` writes nothing:
 /// an empty chunk would end the body).
-pub async fn write_chunk<W: AsyncWrite + Unpin>(stream: &mut W, data: &[u8]) -> std::io::Result<()> {
+pub async fn write_chunk<W: AsyncWrite + Unpin>(
+    stream: &mut W,
+    data: &[u8],
+) -> std::io::Result<()> {
     if data.is_empty() {
         return Ok(());
     }
-    stream.write_all(format!("{:x}\r\n", data.len()).as_bytes()).await?;
+    stream
+        .write_all(format!("{:x}\r\n", data.len()).as_bytes())
+        .await?;
     stream.write_all(data).await?;
     stream.write_all(b"\r\n").await?;
     stream.flush().await

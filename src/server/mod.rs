@@ -10,7 +10,7 @@
 //! A bad request gets a 4xx answer, never a panic.
 
 pub mod http;
-mod metrics_text;
+pub mod metrics_text;
 pub mod pods;
 mod process;
 pub mod routes;
@@ -74,8 +74,12 @@ async fn serve(listener: Async<TcpListener>, src: Rc<Sources>) {
 /// Accepts connections forever, a task from `serve_one` each, at most `max` at once: the
 /// oldest is closed for a new one past that, so idle or slow clients cannot lock others
 /// out (also the kubelet API's loop).
-pub async fn accept_bounded<F, T>(listener: Async<TcpListener>, max: usize, what: &str, mut serve_one: F)
-where
+pub async fn accept_bounded<F, T>(
+    listener: Async<TcpListener>,
+    max: usize,
+    what: &str,
+    mut serve_one: F,
+) where
     F: FnMut(Async<TcpStream>) -> T,
     T: std::future::Future<Output = ()> + 'static,
 {

@@ -92,7 +92,9 @@ pub(crate) fn certified_key(
 }
 
 /// Every certificate of a PEM bundle; at least one.
-pub(crate) fn certificates(pem: &Sourced<Vec<u8>>) -> Result<Vec<CertificateDer<'static>>, SetupError> {
+pub(crate) fn certificates(
+    pem: &Sourced<Vec<u8>>,
+) -> Result<Vec<CertificateDer<'static>>, SetupError> {
     let certs = CertificateDer::pem_slice_iter(&pem.value)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| pem_error(&pem.from, "certificates", e))?;
