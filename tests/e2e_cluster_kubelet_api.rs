@@ -260,7 +260,7 @@ fn kubectl_logs_follow_and_previous_through_the_api_server() {
         NS,
         NODE,
         "ticker",
-        &image,
+        image,
         "i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.3; done",
     );
     pod(
@@ -268,7 +268,7 @@ fn kubectl_logs_follow_and_previous_through_the_api_server() {
         NS,
         NODE,
         "twice",
-        &image,
+        image,
         "n=$(cat /d/n 2>/dev/null || echo 0); n=$((n+1)); echo $n > /d/n; echo run $n; \
          if [ $n -lt 2 ]; then exit 1; fi; exec sleep 3600",
     );
@@ -366,6 +366,41 @@ fn kubelet_api_authenticates_by_certificate_and_authorizes_by_review() {
     // No client certificate: the TLS handshake succeeds, the request gets 401.
     let (_, code, body) = n.curl("/pods", None);
     assert_eq!((code.as_str(), body.as_str()), ("401", "Unauthorized\n"));
+
+    // Not TLS at all (1 MiB of garbage), and a 64 KiB request head: bounded, no harm.
+    {
+        use std::io::{Read, Write};
+        let mut raw = std::net::TcpStream::connect(("127.0.0.1", n.port)).unwrap();
+        raw.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let _ = raw.write_all(&vec![b'G'; 1 << 20]);
+        let mut sink = Vec::new();
+        let _ = raw.read_to_end(&mut sink);
+        assert!(
+            sink.len() < 1024,
+            "a TLS alert at most, got {} bytes",
+            sink.len()
+        );
+    }
+    let big = format!("X-Big: {}", "a".repeat(64 << 10));
+    let out = Command::new("curl")
+        .args([
+            "-sS",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "--max-time",
+            "20",
+            "-H",
+            &big,
+            "--cacert",
+        ])
+        .arg(&n.ca)
+        .arg(format!("https://127.0.0.1:{}/pods", n.port))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "431");
+    n.node.assert_agent_alive();
 
     // A certificate from another CA: refused in the handshake, no HTTP answer.
     let other = n.pki.join("other");
