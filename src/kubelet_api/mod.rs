@@ -38,6 +38,10 @@ use tls::TlsConn;
 
 /// Connections served at once; the oldest is closed for a new one past this.
 pub const MAX_CONNECTIONS: usize = 16;
+/// What is read and dropped after an answer, at most, before closing.
+const LINGER_BYTES: usize = 64 << 10;
+/// How long the client may take to close after the answer.
+const LINGER_WAIT: Duration = Duration::from_secs(5);
 /// From accept to an authorized request: handshake, request head, access review.
 pub const SETUP_DEADLINE: Duration = Duration::from_secs(15);
 
@@ -121,7 +125,14 @@ async fn connection(tcp: Async<TcpStream>, api: Rc<KubeletApi>) {
         log::debug!("kubelet API: answering: {e}");
         return;
     }
+    // close_notify, then what the client still sends is dropped until it closes (as
+    // the local endpoint's `linger_close`: a reset could destroy the answer).
     let _ = container_logs::timed(conn.close()).await;
+    let linger = http::drain(&mut conn, LINGER_BYTES);
+    let late = async {
+        Timer::after(LINGER_WAIT).await;
+    };
+    smol::future::or(linger, late).await;
 }
 
 /// The TLS handshake and the client's user (`None`: no certificate).

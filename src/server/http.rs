@@ -184,6 +184,11 @@ pub async fn end_chunks<W: AsyncWrite + Unpin>(stream: &mut W) -> std::io::Resul
 /// the client reads it (a 431 to a client still sending its huge header).
 pub async fn linger_close(stream: &mut Async<TcpStream>, max: usize) {
     let _ = stream.get_ref().shutdown(std::net::Shutdown::Write);
+    drain(stream, max).await;
+}
+
+/// Reads and drops what the client still sends, at most `max` bytes, until it closes.
+pub async fn drain<S: AsyncRead + Unpin>(stream: &mut S, max: usize) {
     let mut chunk = [0u8; 1024];
     let mut left = max;
     while left > 0 {
