@@ -473,3 +473,62 @@ fn kubelet_api_authenticates_by_certificate_and_authorizes_by_review() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "403");
     n.node.assert_agent_alive();
 }
+
+#[test]
+fn serving_certificate_from_a_csr_once_approved() {
+    const NODE: &str = "tl-kapi-csr";
+    const NS: &str = "kapi-csr";
+    let kube = Kube::shared();
+    let c = Containerd::start();
+    kube.apply(
+        &json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": NODE}}).to_string(),
+    );
+    let id = kube.node_identity(NODE);
+    let node = Node::joining(&c, &id);
+    let port = free_port();
+    node.set_config(
+        "apiServer",
+        json!({"kubeconfig": id.kubeconfig, "port": port, "serverTLSBootstrap": true}),
+    );
+    node.start_agent();
+    // The node asks for a kubelet-serving certificate; nothing listens until it has one.
+    let csr = wait_for("the node's CSR", START, || {
+        let out = kube.kubectl_ok(&["get", "csr", "-o", "json"]);
+        let list: Value = serde_json::from_str(&out).ok()?;
+        list["items"].as_array()?.iter().find_map(|r| {
+            let mine = r["spec"]["username"] == format!("system:node:{NODE}")
+                && r["spec"]["signerName"] == "kubernetes.io/kubelet-serving";
+            mine.then(|| r["metadata"]["name"].as_str().unwrap().to_string())
+        })
+    });
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "the kubelet API listens before it has a certificate"
+    );
+    kube.kubectl_ok(&["certificate", "approve", &csr]);
+    wait_for("the node to advertise its kubelet port", START, || {
+        let out = kube.kubectl(&["get", "node", NODE, "-o", "json"]);
+        let n: Value = serde_json::from_slice(&out.stdout).ok()?;
+        (n["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"] == port).then_some(())
+    });
+    let kept = node.dir.join("state/pki/kubelet-server-current.pem");
+    let meta = std::fs::metadata(&kept).unwrap_or_else(|e| panic!("{}: {e}", kept.display()));
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o777,
+        0o600
+    );
+    // The API server checks the certificate against the cluster CA for the node's
+    // InternalIP: kubectl logs works through it.
+    namespace(kube, NS);
+    pod(
+        kube,
+        NS,
+        NODE,
+        "hello",
+        c.test_image(),
+        "echo hello from csr; exec sleep 3600",
+    );
+    let text = logs_until(kube, NS, &["hello"], "the line", |t| !t.is_empty());
+    assert_eq!(text, "hello from csr\n");
+    node.assert_agent_alive();
+}

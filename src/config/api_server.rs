@@ -42,6 +42,10 @@ pub struct ApiServerConfig {
     pub tls_cert_file: PathBuf,
     /// kubelet's `tlsPrivateKeyFile`: its key (PEM).
     pub tls_private_key_file: PathBuf,
+    /// kubelet's `serverTLSBootstrap`: without `tlsCertFile`, request the serving
+    /// certificate from the cluster (a CSR for signer `kubernetes.io/kubelet-serving`).
+    #[serde(rename = "serverTLSBootstrap")]
+    pub server_tls_bootstrap: bool,
     /// kubelet's `authentication`: who may call the kubelet API.
     pub authentication: Authentication,
 }
@@ -93,6 +97,7 @@ impl Default for ApiServerConfig {
             address: "0.0.0.0".into(),
             tls_cert_file: PathBuf::new(),
             tls_private_key_file: PathBuf::new(),
+            server_tls_bootstrap: false,
             authentication: Authentication::default(),
         }
     }
@@ -244,10 +249,12 @@ impl ApiServerConfig {
         Ok(())
     }
 
-    /// The kubelet API's address, when it serves (a port and a certificate).
+    /// The kubelet API's address, when it serves (a port and a certificate: files, or
+    /// one to request).
     pub fn kubelet_api_address(&self) -> Option<std::net::SocketAddr> {
         let ip = self.address.parse().ok()?;
-        let serve = self.port != 0 && !self.tls_cert_file.as_os_str().is_empty();
+        let cert = !self.tls_cert_file.as_os_str().is_empty() || self.server_tls_bootstrap;
+        let serve = self.port != 0 && cert;
         serve.then(|| std::net::SocketAddr::new(ip, self.port))
     }
 }

@@ -18,14 +18,17 @@
 mod auth;
 mod authz;
 mod container_logs;
+mod csr;
+mod csr_der;
 mod tls;
 
 use crate::agent::context::Context;
 use crate::server::http::{self, Answer, Head};
 use crate::uplink::agent::Uplink;
 use crate::uplink::counters::Counters;
+use crate::uplink::kubeconfig::{self, Sourced};
 use crate::uplink::tls_io::TlsStream;
-use crate::uplink::{kubeconfig, SetupError};
+use crate::uplink::SetupError;
 use async_io::{Async, Timer};
 use auth::{Attributes, User};
 use rustls::{ServerConfig, ServerConnection};
@@ -54,10 +57,11 @@ struct KubeletApi {
     counters: Rc<Counters>,
 }
 
-/// Serves the kubelet API when `apiServer` names a port and a certificate, and records
-/// its port for the Node's status. Unusable certificate or CA files are an error (the
-/// agent refuses to start, naming the file); a port that cannot be bound is logged and
-/// the agent goes on without the API (the pods matter more).
+/// Serves the kubelet API when `apiServer` names a port and a certificate (files, or
+/// `serverTLSBootstrap`: then once the cluster has signed one), and records its port for
+/// the Node's status. Unusable certificate or CA files are an error (the agent refuses
+/// to start, naming the file); a port that cannot be bound is logged and the agent goes
+/// on without the API (the pods matter more).
 pub fn start(up: &Rc<Uplink>) -> Result<(), SetupError> {
     let Some(api) = &up.ctx.cfg.api_server else {
         return Ok(());
@@ -65,23 +69,50 @@ pub fn start(up: &Rc<Uplink>) -> Result<(), SetupError> {
     let Some(addr) = api.kubelet_api_address() else {
         if api.port != 0 {
             log::warn!(
-                "kubelet API off: apiServer.tlsCertFile and tlsPrivateKeyFile are not set \
-                 (kubectl logs/exec for this node's pods will fail)"
+                "kubelet API off: neither apiServer.tlsCertFile/tlsPrivateKeyFile nor \
+                 serverTLSBootstrap is set (kubectl logs for this node's pods will fail)"
             );
         }
         return Ok(());
     };
     let kc = kubeconfig::load(&api.kubeconfig)?;
-    let tls = tls::server_config(api, &kc)?;
+    if !api.tls_cert_file.as_os_str().is_empty() {
+        let (cert, key) = tls::files(api)?;
+        let config = tls::server_config(api, &kc, &cert, &key)?;
+        listen(up, addr, config);
+        return Ok(());
+    }
+    let up = up.clone();
+    let bootstrap = async move {
+        let pem = csr::serving_pem(&up).await;
+        let from = up.ctx.cfg.state_dir.join("pki").join(csr::FILE);
+        let sourced = Sourced {
+            value: pem,
+            from: from.display().to_string(),
+        };
+        let Some(api) = &up.ctx.cfg.api_server else {
+            return;
+        };
+        match tls::server_config(api, &kc, &sourced, &sourced) {
+            Ok(config) => listen(&up, addr, config),
+            Err(e) => log::error!("kubelet API: the signed certificate: {e}; no kubelet API"),
+        }
+    };
+    crate::rt::spawn(bootstrap).detach();
+    Ok(())
+}
+
+/// Binds `addr` and serves it on the executor.
+fn listen(up: &Rc<Uplink>, addr: std::net::SocketAddr, tls: Arc<ServerConfig>) {
     let listener = match TcpListener::bind(addr).and_then(Async::new) {
         Ok(l) => l,
         Err(e) => {
             log::error!("apiServer.port: cannot listen on {addr}: {e}; no kubelet API");
-            return Ok(());
+            return;
         }
     };
     up.kubelet_port.set(addr.port());
-    log::info!("kubelet API on https://{addr}/ (containerLogs, healthz, pods)");
+    log::info!("kubelet API on https://{addr}/ (containerLogs, healthz, pods, metrics/resource)");
     let shared = Rc::new(KubeletApi {
         ctx: up.ctx.clone(),
         tls,
@@ -93,7 +124,6 @@ pub fn start(up: &Rc<Uplink>) -> Result<(), SetupError> {
             connection(s, shared.clone())
         });
     crate::rt::spawn(accept).detach();
-    Ok(())
 }
 
 /// One connection: handshake, request, authorization, answer, close.

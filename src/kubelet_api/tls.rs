@@ -1,6 +1,6 @@
 //! The kubelet API's TLS server configuration: rustls with ring's crypto, TLS 1.3 only
 //! (as the uplink's client: the build has no TLS 1.2 code), the serving certificate of
-//! `tlsCertFile`/`tlsPrivateKeyFile`, and client certificates verified against the
+//! `tlsCertFile`/`tlsPrivateKeyFile` (or from a CSR, `super::csr`), and client certificates verified against the
 //! client CA (`authentication.x509.clientCAFile`, else the kubeconfig's cluster CA).
 //! A client without a certificate may connect (its requests get 401, as kubelet's with
 //! anonymous auth off); a certificate from another CA fails the handshake. ALPN offers
@@ -25,10 +25,21 @@ use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 use tokio::io::ReadBuf;
 
-/// Builds the server configuration from the config's files and the node's kubeconfig.
+/// The serving certificate chain and key of `tlsCertFile` and `tlsPrivateKeyFile`.
+pub fn files(api: &ApiServerConfig) -> Result<(Sourced<Vec<u8>>, Sourced<Vec<u8>>), SetupError> {
+    Ok((
+        read(&api.tls_cert_file, Secrecy::Public)?,
+        read(&api.tls_private_key_file, Secrecy::Secret)?,
+    ))
+}
+
+/// Builds the server configuration from the serving certificate chain and key (PEM),
+/// the config and the node's kubeconfig (its CA, unless `clientCAFile` is set).
 pub fn server_config(
     api: &ApiServerConfig,
     kc: &Kubeconfig,
+    cert: &Sourced<Vec<u8>>,
+    key: &Sourced<Vec<u8>>,
 ) -> Result<Arc<ServerConfig>, SetupError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let tls_error = |from: &str, source| SetupError::Tls {
@@ -50,11 +61,9 @@ pub fn server_config(
                 rustls::Error::General(e.to_string()),
             )
         })?;
-    let cert = read(&api.tls_cert_file, Secrecy::Public)?;
-    let key = read(&api.tls_private_key_file, Secrecy::Secret)?;
     let key_der = PrivateKeyDer::from_pem_slice(&key.value)
         .map_err(|e| pem_error(&key.from, "a private key", e))?;
-    let certified = certified_key(certificates(&cert)?, key_der, &provider)
+    let certified = certified_key(certificates(cert)?, key_der, &provider)
         .map_err(|e| tls_error(&format!("{} with {}", cert.from, key.from), e))?;
     let mut config = ServerConfig::builder_with_provider(provider)
         .with_protocol_versions(&[&rustls::version::TLS13])

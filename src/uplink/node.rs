@@ -49,12 +49,8 @@ pub async fn run(up: Rc<Uplink>) {
     };
     let node_uid = Rc::new(RefCell::new(String::new()));
     let (wake_tx, wake_rx) = smol::channel::bounded(1);
-    let machine = Machine {
-        kubelet_port: up.kubelet_port.get(),
-        ..Machine::read(&up.ctx, api.max_pods)
-    };
     let mut node = StatusTask {
-        machine,
+        machine: Machine::read(&up.ctx, api.max_pods),
         up: up.clone(),
         api,
         node_uid: node_uid.clone(),
@@ -237,6 +233,8 @@ impl StatusTask {
             },
         };
         let now = format_rfc3339(SystemTime::now());
+        // The kubelet API may start late (a serving certificate from a CSR).
+        self.machine.kubelet_port = self.up.kubelet_port.get();
         let s = status::build(&self.machine, &observed, &self.priors, &now);
         self.log_readiness(&s);
         self.priors = status::priors(&s);
