@@ -17,7 +17,7 @@ use ring::signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_ASN1_SIGNING as A
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
 use serde_json::{json, Value};
-use std::path::PathBuf;
+use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 /// The file holding certificate and key, in `stateDir/pki`.
@@ -82,7 +82,7 @@ pub async fn serving_pem(up: &Uplink) -> Vec<u8> {
 }
 
 /// The kept certificate and key when they are there and not expired.
-fn current(path: &PathBuf) -> Option<Vec<u8>> {
+fn current(path: &Path) -> Option<Vec<u8>> {
     let pem = crate::uplink::files::read_bounded(
         path,
         crate::uplink::files::MAX_FILE_BYTES,

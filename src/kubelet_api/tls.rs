@@ -25,8 +25,11 @@ use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 use tokio::io::ReadBuf;
 
+/// PEM bytes and where they were read.
+pub type Pem = Sourced<Vec<u8>>;
+
 /// The serving certificate chain and key of `tlsCertFile` and `tlsPrivateKeyFile`.
-pub fn files(api: &ApiServerConfig) -> Result<(Sourced<Vec<u8>>, Sourced<Vec<u8>>), SetupError> {
+pub fn files(api: &ApiServerConfig) -> Result<(Pem, Pem), SetupError> {
     Ok((
         read(&api.tls_cert_file, Secrecy::Public)?,
         read(&api.tls_private_key_file, Secrecy::Secret)?,
