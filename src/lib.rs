@@ -19,7 +19,8 @@
 //! - [`rt`]: the one-thread executor every task runs on (smol's `LocalExecutor`).
 //! - `uplink` (feature `uplink`): joining a cluster as a Node: the Kubernetes API
 //!   client, registration, lease and node status, the cluster's pods and their
-//!   objects, status up.
+//!   objects, status up; `kubelet_api`: the kubelet API on :10250 for the API server
+//!   (`kubectl logs`).
 //!
 //! No `unsafe` anywhere (forbidden below): system calls go through rustix's safe API.
 
@@ -32,6 +33,8 @@ pub mod cli;
 pub mod config;
 pub mod cri;
 pub mod gc;
+#[cfg(feature = "uplink")]
+pub mod kubelet_api;
 pub mod kuberuntime;
 pub mod logs;
 pub mod metrics;

@@ -55,6 +55,7 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
     let opts = ReadOptions {
         tail,
         timestamps: args.flag(&["timestamps"]),
+        since: None,
     };
     let previous = args.flag(&["p", "previous"]);
     let follow = args.flag(&["f", "follow"]);
@@ -80,7 +81,7 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     let result = if follow && !previous {
-        let mut stop = || newer_instance(&dir, instance);
+        let mut stop = || files::newer_instance(&dir, instance);
         read::follow(&files, &opts, &mut out, &mut stop)
     } else {
         read::read_files(&files, &opts, &mut out)
@@ -146,21 +147,10 @@ fn pick_instance(
     name: &str,
     c: &str,
 ) -> Result<u32, CliError> {
-    let instances = match files::instances(dir) {
-        Ok(v) => v,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => return Err(CliError::failed(format!("{}: {e}", dir.display()))),
-    };
-    let picked = if previous {
-        instances
-            .len()
-            .checked_sub(2)
-            .and_then(|i| instances.get(i))
-    } else {
-        instances.last()
-    };
+    let picked = files::pick_instance(dir, previous)
+        .map_err(|e| CliError::failed(format!("{}: {e}", dir.display())))?;
     match (picked, previous) {
-        (Some(n), _) => Ok(*n),
+        (Some(n), _) => Ok(n),
         (None, true) => Err(CliError::failed(format!(
             "previous terminated container {c:?} in pod {ns}/{name} not found"
         ))),
@@ -169,11 +159,6 @@ fn pick_instance(
             dir.display()
         ))),
     }
-}
-
-/// Whether a restart newer than `n` has started writing (ends `-f`).
-fn newer_instance(dir: &Path, n: u32) -> bool {
-    files::instances(dir).is_ok_and(|v| v.last().is_some_and(|&m| m > n))
 }
 
 fn warn_skipped(st: &ReadStats, files: &[PathBuf]) {

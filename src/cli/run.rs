@@ -69,6 +69,11 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
     #[cfg(feature = "uplink")]
     let uplink = crate::uplink::agent::new(&ctx)
         .map_err(|e| CliError::failed(format!("apiServer.kubeconfig: {e}")))?;
+    #[cfg(feature = "uplink")]
+    if let Some(u) = &uplink {
+        crate::kubelet_api::start(u)
+            .map_err(|e| CliError::failed(format!("kubelet API (apiServer): {e}")))?;
+    }
     if let Ok(Some(addr)) = ctx.cfg.status_socket_address() {
         let src = crate::server::Sources {
             ctx: ctx.clone(),

@@ -33,6 +33,39 @@ pub struct ApiServerConfig {
     /// How often the node's status is sent even when nothing changed.
     #[serde(with = "duration")]
     pub node_status_report_frequency: Duration,
+    /// kubelet's `port`: where the kubelet API (`/containerLogs`, ...) listens; 0: off.
+    pub port: u16,
+    /// kubelet's `address`: the IP the kubelet API binds.
+    pub address: String,
+    /// kubelet's `tlsCertFile`: the kubelet API's serving certificate (PEM chain).
+    /// Without it (and `tlsPrivateKeyFile`) the kubelet API does not serve.
+    pub tls_cert_file: PathBuf,
+    /// kubelet's `tlsPrivateKeyFile`: its key (PEM).
+    pub tls_private_key_file: PathBuf,
+    /// kubelet's `serverTLSBootstrap`: without `tlsCertFile`, request the serving
+    /// certificate from the cluster (a CSR for signer `kubernetes.io/kubelet-serving`).
+    #[serde(rename = "serverTLSBootstrap")]
+    pub server_tls_bootstrap: bool,
+    /// kubelet's `authentication`: who may call the kubelet API.
+    pub authentication: Authentication,
+}
+
+/// kubelet's `authentication` (only `x509`: anonymous requests are refused).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Authentication {
+    /// Client certificates.
+    pub x509: X509Authentication,
+}
+
+/// kubelet's `authentication.x509`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct X509Authentication {
+    /// CA bundle (PEM) client certificates must chain to; empty: the CA of the node's
+    /// kubeconfig (the cluster's).
+    #[serde(rename = "clientCAFile")]
+    pub client_ca_file: PathBuf,
 }
 
 /// A Node taint, as in `v1.Taint`.
@@ -60,6 +93,12 @@ impl Default for ApiServerConfig {
             node_lease_duration_seconds: 40,
             node_status_update_frequency: Duration::from_secs(10),
             node_status_report_frequency: Duration::from_secs(300),
+            port: 10250,
+            address: "0.0.0.0".into(),
+            tls_cert_file: PathBuf::new(),
+            tls_private_key_file: PathBuf::new(),
+            server_tls_bootstrap: false,
+            authentication: Authentication::default(),
         }
     }
 }
@@ -145,6 +184,7 @@ impl ApiServerConfig {
                 );
             }
         }
+        self.validate_kubelet_api()?;
         if self.max_pods == 0 {
             return err("maxPods", "must be at least 1".into());
         }
@@ -169,6 +209,53 @@ impl ApiServerConfig {
             }
         }
         Ok(())
+    }
+}
+
+impl ApiServerConfig {
+    /// The kubelet API's keys: an IP to bind, the cert and key files as a pair, absolute.
+    fn validate_kubelet_api(&self) -> Result<(), ConfigError> {
+        let err = |field: &str, msg: String| Err(ConfigError(format!("apiServer.{field}: {msg}")));
+        if self.address.parse::<std::net::IpAddr>().is_err() {
+            return err(
+                "address",
+                format!(
+                    "expected an IP address (e.g. 0.0.0.0), got {:?}",
+                    self.address
+                ),
+            );
+        }
+        let files = [
+            ("tlsCertFile", &self.tls_cert_file),
+            ("tlsPrivateKeyFile", &self.tls_private_key_file),
+            (
+                "authentication.x509.clientCAFile",
+                &self.authentication.x509.client_ca_file,
+            ),
+        ];
+        for (field, path) in files {
+            if !path.as_os_str().is_empty() && !path.is_absolute() {
+                return err(field, format!("must be an absolute path, got {path:?}"));
+            }
+        }
+        if self.tls_cert_file.as_os_str().is_empty()
+            != self.tls_private_key_file.as_os_str().is_empty()
+        {
+            return err(
+                "tlsCertFile",
+                "tlsCertFile and tlsPrivateKeyFile are set together or not at all".into(),
+            );
+        }
+        Ok(())
+    }
+
+    /// The kubelet API's address, when it serves (a port and a certificate: files, or
+    /// one to request).
+    pub fn kubelet_api_address(&self) -> Option<std::net::SocketAddr> {
+        let ip = self.address.parse().ok()?;
+        let cert = !self.tls_cert_file.as_os_str().is_empty() || self.server_tls_bootstrap;
+        let serve = self.port != 0 && cert;
+        serve.then(|| std::net::SocketAddr::new(ip, self.port))
     }
 }
 

@@ -47,6 +47,30 @@ pub fn instances(dir: &Path) -> io::Result<Vec<u32>> {
     Ok(out)
 }
 
+/// The restart count to read: the latest, or with `previous` the one before it; `None`
+/// when there is none (a missing directory has none).
+pub fn pick_instance(dir: &Path, previous: bool) -> io::Result<Option<u32>> {
+    let instances = match instances(dir) {
+        Ok(v) => v,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(e),
+    };
+    let picked = if previous {
+        instances
+            .len()
+            .checked_sub(2)
+            .and_then(|i| instances.get(i))
+    } else {
+        instances.last()
+    };
+    Ok(picked.copied())
+}
+
+/// Whether a restart newer than `n` has started writing (ends following `n`).
+pub fn newer_instance(dir: &Path, n: u32) -> bool {
+    instances(dir).is_ok_and(|v| v.last().is_some_and(|&m| m > n))
+}
+
 /// The files of instance `n` in reading order: rotated ones oldest first, then the live
 /// `N.log` (listed even when absent: between a rotation's rename and the runtime
 /// reopening the file it briefly does not exist).

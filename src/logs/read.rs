@@ -1,36 +1,42 @@
 //! Reading a container's log files as kubectl shows them: logical lines (partials
-//! joined), optionally only the last N, optionally with the runtime's timestamps, and
-//! optionally following the live file across rotations.
+//! joined), optionally only the last N, optionally with the runtime's timestamps, only
+//! those since a time, and optionally following the live file across rotations.
 //!
-//! This runs in the CLI, not in the agent: plain blocking std I/O and a short sleep
-//! between polls are fine here.
+//! [`LogStream`] does the reading step by step (a bounded piece of output per call, no
+//! I/O of its own but the files), so both the CLI (blocking writes, a short sleep
+//! between polls) and the agent's kubelet API (async socket writes, a timer) drive it.
+//! [`read_files`] and [`follow`] are the CLI's loops around it.
 
 use super::join::{Joined, Joiner};
 use super::line::parse;
 use super::lines::LineReader;
-use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 /// How often a followed file is checked for new data.
 pub const FOLLOW_POLL: Duration = Duration::from_millis(200);
 
-/// What `tinylet logs` reads of a container's log.
+/// Output gathered per step before it is written out.
+const PIECE: usize = 32 << 10;
+
+/// What is read of a container's log.
 #[derive(Debug, Clone, Default)]
 pub struct ReadOptions {
     /// Only the last N logical lines (of what exists when reading starts).
     pub tail: Option<usize>,
     /// Prefix each line with the runtime's RFC 3339 timestamp.
     pub timestamps: bool,
+    /// Only lines stamped at or after this time (kubelet's `sinceSeconds`/`sinceTime`).
+    pub since: Option<SystemTime>,
 }
 
 /// What a read saw besides the lines it wrote.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ReadStats {
-    /// Logical lines written.
+    /// Logical lines read (written unless a tail's start or `since` dropped them).
     pub lines: u64,
     /// Lines of the files that were not CRI records (skipped).
     pub bad: u64,
@@ -38,52 +44,15 @@ pub struct ReadStats {
     pub truncated: u64,
 }
 
-/// Formats logical lines into `out`, or into a ring of the last N while tailing.
-struct Sink<'w> {
-    out: &'w mut dyn Write,
-    timestamps: bool,
-    tail: Option<(usize, VecDeque<Vec<u8>>)>,
-    stats: ReadStats,
-}
-
-impl Sink<'_> {
-    fn emit(&mut self, j: Joined<'_>) -> io::Result<()> {
-        self.stats.lines += 1;
-        match &mut self.tail {
-            None => write_line(self.out, j, self.timestamps),
-            Some((0, _)) => Ok(()),
-            Some((n, ring)) => {
-                let mut buf = if ring.len() >= *n {
-                    ring.pop_front().unwrap_or_default()
-                } else {
-                    Vec::new()
-                };
-                buf.clear();
-                write_line(&mut buf, j, self.timestamps)?;
-                ring.push_back(buf);
-                Ok(())
-            }
-        }
-    }
-
-    /// Ends tailing: writes the kept lines; later lines go straight out.
-    fn end_tail(&mut self) -> io::Result<()> {
-        if let Some((_, ring)) = self.tail.take() {
-            for l in ring {
-                self.out.write_all(&l)?;
-            }
-        }
-        self.out.flush()
-    }
-}
-
-fn write_line(out: &mut dyn Write, j: Joined<'_>, timestamps: bool) -> io::Result<()> {
-    if timestamps {
-        out.write_all(j.time)?;
-        out.write_all(b" ")?;
-    }
-    out.write_all(j.msg)?;
-    out.write_all(b"\n")
+/// What [`LogStream::fill`] left the stream at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// The piece is full: call again.
+    More,
+    /// Following and caught up with the live file: wait, then call again.
+    Idle,
+    /// Everything is read (not following).
+    End,
 }
 
 /// A log file being read: its reader plus the identity of the file it opened.
@@ -106,35 +75,210 @@ fn open(path: &Path) -> io::Result<Option<Open>> {
     }
 }
 
-/// Feeds every complete line of `r` through the joiner into the sink.
-fn drain(r: &mut LineReader<File>, joiner: &mut Joiner, sink: &mut Sink<'_>) -> io::Result<bool> {
-    let mut any = false;
-    while let Some(line) = r.next_line()? {
-        any = true;
-        match parse(line) {
-            Some(rec) => {
-                if let Some(j) = joiner.push(rec) {
-                    sink.emit(j)?;
-                }
-            }
-            None => sink.stats.bad += 1,
-        }
-    }
-    Ok(any)
+/// Reads the logical lines of a container instance's files (oldest first, the live file
+/// last), a piece at a time. With `follow`, the live file is read as it grows and across
+/// rotations: when its path names a new file (renamed away and reopened by the runtime),
+/// the old one is read to its end and the new one from its start; a file truncated under
+/// us is read again from 0.
+pub struct LogStream {
+    files: Vec<PathBuf>,
+    /// Index in `files` of the file in `cur`.
+    at: usize,
+    cur: Option<Open>,
+    joiner: Joiner,
+    follow: bool,
+    timestamps: bool,
+    since: Option<SystemTime>,
+    /// Logical lines still to drop before writing (a tail's start).
+    skip: u64,
+    /// What was read so far.
+    pub stats: ReadStats,
 }
 
-/// Also feeds an unfinished last line (at the end of a read that does not follow).
-fn drain_rest(
-    r: &mut LineReader<File>,
-    joiner: &mut Joiner,
-    sink: &mut Sink<'_>,
-) -> io::Result<()> {
-    if let Some(rec) = r.rest().and_then(parse) {
-        if let Some(j) = joiner.push(rec) {
-            sink.emit(j)?;
+impl LogStream {
+    /// A stream over `files` (the last one the live file) with `opts`. A tail is found by
+    /// counting the lines first (a pass over the files that keeps nothing).
+    pub fn new(files: Vec<PathBuf>, opts: &ReadOptions, follow: bool) -> io::Result<LogStream> {
+        let mut skip = 0;
+        if let Some(n) = opts.tail {
+            let mut counter = LogStream::start(files.clone(), follow)?;
+            let mut scratch = Vec::new();
+            while counter.fill(&mut scratch, PIECE)? == Step::More {
+                scratch.clear();
+            }
+            skip = counter.stats.lines.saturating_sub(n as u64);
+        }
+        let mut s = LogStream::start(files, follow)?;
+        s.timestamps = opts.timestamps;
+        s.since = opts.since;
+        s.skip = skip;
+        Ok(s)
+    }
+
+    /// A stream over every line of `files`, the first one opened.
+    fn start(files: Vec<PathBuf>, follow: bool) -> io::Result<LogStream> {
+        let cur = match files.first() {
+            Some(p) => open(p)?,
+            None => None,
+        };
+        Ok(LogStream {
+            files,
+            at: 0,
+            cur,
+            joiner: Joiner::default(),
+            follow,
+            timestamps: false,
+            since: None,
+            skip: 0,
+            stats: ReadStats::default(),
+        })
+    }
+
+    /// Appends logical lines to `out` until it holds `want` bytes or the files have
+    /// nothing more for now.
+    pub fn fill(&mut self, out: &mut Vec<u8>, want: usize) -> io::Result<Step> {
+        loop {
+            if out.len() >= want {
+                return Ok(Step::More);
+            }
+            if self.read_line(out)? {
+                continue;
+            }
+            let live = self.at + 1 >= self.files.len();
+            if live && self.follow {
+                if self.check_replaced(out)? {
+                    continue; // the new file may have lines already
+                }
+                return Ok(if out.is_empty() {
+                    Step::Idle
+                } else {
+                    Step::More
+                });
+            }
+            if let Some(mut f) = self.cur.take() {
+                if !self.follow {
+                    if let Some(rec) = f.reader.rest().and_then(parse) {
+                        if let Some(j) = self.joiner.push(rec) {
+                            emit(
+                                j,
+                                out,
+                                &mut self.stats,
+                                &mut self.skip,
+                                self.timestamps,
+                                self.since,
+                            );
+                        }
+                    }
+                }
+                self.stats.truncated += f.reader.truncated;
+            }
+            if live {
+                return self.finish(out);
+            }
+            self.at += 1;
+            self.cur = open(&self.files[self.at])?;
         }
     }
-    Ok(())
+
+    /// Reads one line of the current file into `out`; false at its end.
+    fn read_line(&mut self, out: &mut Vec<u8>) -> io::Result<bool> {
+        let Some(f) = &mut self.cur else {
+            return Ok(false);
+        };
+        let Some(line) = f.reader.next_line()? else {
+            return Ok(false);
+        };
+        match parse(line) {
+            Some(rec) => {
+                if let Some(j) = self.joiner.push(rec) {
+                    emit(
+                        j,
+                        out,
+                        &mut self.stats,
+                        &mut self.skip,
+                        self.timestamps,
+                        self.since,
+                    );
+                }
+            }
+            None => self.stats.bad += 1,
+        }
+        Ok(true)
+    }
+
+    /// The end of a read that does not follow: lines left unfinished go out too.
+    fn finish(&mut self, out: &mut Vec<u8>) -> io::Result<Step> {
+        for j in self.joiner.finish() {
+            emit(
+                j,
+                out,
+                &mut self.stats,
+                &mut self.skip,
+                self.timestamps,
+                self.since,
+            );
+        }
+        Ok(Step::End)
+    }
+
+    /// Reopens the live file when its path now names another file or it was truncated;
+    /// true when it did.
+    fn check_replaced(&mut self, out: &mut Vec<u8>) -> io::Result<bool> {
+        let Some(path) = self.files.get(self.at).cloned() else {
+            return Ok(false);
+        };
+        let now = match std::fs::metadata(&path) {
+            Ok(m) => m,
+            // Renamed away and not reopened yet: keep reading the old file.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(io::Error::new(e.kind(), format!("{}: {e}", path.display()))),
+        };
+        if let Some(f) = &self.cur {
+            if f.id == (now.dev(), now.ino()) && now.len() >= f.reader.consumed {
+                return Ok(false);
+            }
+            if f.id != (now.dev(), now.ino()) {
+                // The runtime has reopened: whatever it wrote to the old file is there now.
+                while self.read_line(out)? {}
+            }
+        }
+        if let Some(f) = self.cur.take() {
+            self.stats.truncated += f.reader.truncated;
+        }
+        self.cur = open(&path)?;
+        Ok(self.cur.is_some())
+    }
+}
+
+/// Writes one logical line unless it is skipped (before a tail's start, or older than
+/// `since`).
+fn emit(
+    j: Joined<'_>,
+    out: &mut Vec<u8>,
+    stats: &mut ReadStats,
+    skip: &mut u64,
+    timestamps: bool,
+    since: Option<SystemTime>,
+) {
+    stats.lines += 1;
+    if *skip > 0 {
+        *skip -= 1;
+        return;
+    }
+    if let Some(since) = since {
+        let time = std::str::from_utf8(j.time)
+            .ok()
+            .and_then(|t| crate::model::time::parse_rfc3339(t).ok());
+        if time.is_some_and(|t| t < since) {
+            return;
+        }
+    }
+    if timestamps {
+        out.extend_from_slice(j.time);
+        out.push(b' ');
+    }
+    out.extend_from_slice(j.msg);
+    out.push(b'\n');
 }
 
 /// Writes the logical lines of `files` (in order) to `out`. Missing files are skipped.
@@ -143,113 +287,46 @@ pub fn read_files(
     opts: &ReadOptions,
     out: &mut dyn Write,
 ) -> io::Result<ReadStats> {
-    let mut sink = Sink {
-        out,
-        timestamps: opts.timestamps,
-        tail: opts.tail.map(|n| (n, VecDeque::new())),
-        stats: ReadStats::default(),
-    };
-    let mut joiner = Joiner::default();
-    for path in files {
-        if let Some(mut f) = open(path)? {
-            drain(&mut f.reader, &mut joiner, &mut sink)?;
-            drain_rest(&mut f.reader, &mut joiner, &mut sink)?;
-            sink.stats.truncated += f.reader.truncated;
+    let mut s = LogStream::new(files.to_vec(), opts, false)?;
+    let mut piece = Vec::with_capacity(PIECE);
+    loop {
+        let step = s.fill(&mut piece, PIECE)?;
+        out.write_all(&piece)?;
+        piece.clear();
+        if step == Step::End {
+            break;
         }
     }
-    let pending: Vec<(Vec<u8>, _, Vec<u8>)> = joiner
-        .finish()
-        .map(|j| (j.time.to_vec(), j.stream, j.msg.to_vec()))
-        .collect();
-    for (time, stream, msg) in &pending {
-        sink.emit(Joined {
-            time,
-            stream: *stream,
-            msg,
-        })?;
-    }
-    sink.end_tail()?;
-    Ok(sink.stats)
+    out.flush()?;
+    Ok(s.stats)
 }
 
 /// Like [`read_files`], then keeps reading the last file (the live `N.log`) as it grows,
-/// until `stop()` returns true (checked between polls). Survives rotation: when the path
-/// names a new file (renamed away and reopened by the runtime), the old one is read to its
-/// end and the new one from its start; a file truncated under us is read again from 0.
+/// until `stop()` returns true (checked between polls).
 pub fn follow(
     files: &[PathBuf],
     opts: &ReadOptions,
     out: &mut dyn Write,
     stop: &mut dyn FnMut() -> bool,
 ) -> io::Result<ReadStats> {
-    let Some((live, older)) = files.split_last() else {
+    if files.is_empty() {
         return Ok(ReadStats::default());
-    };
-    let mut sink = Sink {
-        out,
-        timestamps: opts.timestamps,
-        tail: opts.tail.map(|n| (n, VecDeque::new())),
-        stats: ReadStats::default(),
-    };
-    let mut joiner = Joiner::default();
-    for path in older {
-        if let Some(mut f) = open(path)? {
-            drain(&mut f.reader, &mut joiner, &mut sink)?;
-            sink.stats.truncated += f.reader.truncated;
-        }
     }
-    let mut cur = open(live)?;
-    if let Some(f) = &mut cur {
-        drain(&mut f.reader, &mut joiner, &mut sink)?;
-    }
-    sink.end_tail()?;
+    let mut s = LogStream::new(files.to_vec(), opts, true)?;
+    let mut piece = Vec::with_capacity(PIECE);
     loop {
-        let got = match &mut cur {
-            Some(f) => drain(&mut f.reader, &mut joiner, &mut sink)?,
-            None => false,
-        };
-        if got {
-            sink.out.flush()?;
-            continue;
+        let step = s.fill(&mut piece, PIECE)?;
+        out.write_all(&piece)?;
+        piece.clear();
+        if step == Step::Idle {
+            out.flush()?;
+            if stop() {
+                break;
+            }
+            std::thread::sleep(FOLLOW_POLL);
         }
-        if stop() {
-            break;
-        }
-        std::thread::sleep(FOLLOW_POLL);
-        cur = check_replaced(live, cur, &mut joiner, &mut sink)?;
     }
-    if let Some(f) = &cur {
-        sink.stats.truncated += f.reader.truncated;
-    }
-    Ok(sink.stats)
-}
-
-/// Reopens `path` when it now names another file or was truncated; otherwise keeps `cur`.
-fn check_replaced(
-    path: &Path,
-    cur: Option<Open>,
-    joiner: &mut Joiner,
-    sink: &mut Sink<'_>,
-) -> io::Result<Option<Open>> {
-    let now = match std::fs::metadata(path) {
-        Ok(m) => m,
-        // Renamed away and not reopened yet: keep reading the old file.
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(cur),
-        Err(e) => return Err(io::Error::new(e.kind(), format!("{}: {e}", path.display()))),
-    };
-    let Some(mut f) = cur else {
-        return open(path);
-    };
-    let same = f.id == (now.dev(), now.ino());
-    if same && now.len() >= f.reader.consumed {
-        return Ok(Some(f));
-    }
-    if !same {
-        // The runtime has reopened: whatever it wrote to the old file is there now.
-        drain(&mut f.reader, joiner, sink)?;
-    }
-    sink.stats.truncated += f.reader.truncated;
-    open(path)
+    Ok(s.stats)
 }
 
 #[cfg(test)]
@@ -294,6 +371,7 @@ mod tests {
             &ReadOptions {
                 tail: Some(2),
                 timestamps: true,
+                since: None,
             },
         );
         assert_eq!(
@@ -304,7 +382,7 @@ mod tests {
             &files,
             &ReadOptions {
                 tail: Some(0),
-                timestamps: false,
+                ..ReadOptions::default()
             },
         );
         assert_eq!(none, "");

@@ -1,8 +1,10 @@
-//! Just enough HTTP/1.1 for the status endpoint: read a request head (bounded), parse its
-//! request line, write an answer with `Content-Length` and `Connection: close`.
+//! Just enough HTTP/1.1 for the status endpoint and the kubelet API: read a request head
+//! (bounded), parse its request line, write an answer with `Content-Length` (or a chunked
+//! body, for a log being followed) and `Connection: close`. Generic over the stream: a
+//! TCP socket here, TLS in `crate::kubelet_api`.
 
 use async_io::Async;
-use smol::io::{AsyncReadExt, AsyncWriteExt};
+use smol::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use std::net::TcpStream;
 
 /// A request's method and path (without the query).
@@ -12,6 +14,8 @@ pub struct Head {
     pub method: String,
     /// `/metrics`, ...
     pub path: String,
+    /// What follows `?` in the target (undecoded), empty without one.
+    pub query: String,
 }
 
 /// Why no request could be read.
@@ -36,7 +40,7 @@ impl BadHead {
 }
 
 /// Reads up to the blank line ending the head, at most `max` bytes, and parses it.
-pub async fn read_head(stream: &mut Async<TcpStream>, max: usize) -> Result<Head, BadHead> {
+pub async fn read_head<S: AsyncRead + Unpin>(stream: &mut S, max: usize) -> Result<Head, BadHead> {
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 1024];
     loop {
@@ -68,10 +72,11 @@ pub fn parse(head: &[u8]) -> Result<Head, BadHead> {
     if !version.starts_with("HTTP/1.") || !target.starts_with('/') || method.is_empty() {
         return Err(BadHead::Malformed);
     }
-    let path = target.split('?').next().unwrap_or(target);
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
     Ok(Head {
         method: method.into(),
         path: path.into(),
+        query: query.into(),
     })
 }
 
@@ -101,21 +106,18 @@ impl Answer {
         )
     }
 
+    /// The status code.
+    pub fn status(&self) -> u16 {
+        self.status
+    }
+
     /// Writes the status line, headers and body.
-    pub async fn write_to(&self, stream: &mut Async<TcpStream>) -> std::io::Result<()> {
-        let reason = match self.status {
-            200 => "OK",
-            400 => "Bad Request",
-            404 => "Not Found",
-            405 => "Method Not Allowed",
-            431 => "Request Header Fields Too Large",
-            503 => "Service Unavailable",
-            _ => "Internal Server Error",
-        };
+    pub async fn write_to<W: AsyncWrite + Unpin>(&self, stream: &mut W) -> std::io::Result<()> {
         let head = format!(
-            "HTTP/1.1 {} {reason}\r\nContent-Type: {}\r\nContent-Length: {}\r\n\
+            "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n\
              Connection: close\r\n\r\n",
             self.status,
+            reason(self.status),
             self.content_type,
             self.body.len()
         );
@@ -125,12 +127,68 @@ impl Answer {
     }
 }
 
+/// The reason phrase of a status code.
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        431 => "Request Header Fields Too Large",
+        503 => "Service Unavailable",
+        _ => "Internal Server Error",
+    }
+}
+
+/// Starts a 200 answer whose body follows in chunks ([`write_chunk`], [`end_chunks`]):
+/// for output whose length is not known when it starts (a log being followed).
+pub async fn start_chunked<W: AsyncWrite + Unpin>(
+    stream: &mut W,
+    content_type: &str,
+) -> std::io::Result<()> {
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nTransfer-Encoding: chunked\r\n\
+         Connection: close\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).await
+}
+
+/// Writes one chunk of a chunked body and flushes it (an empty `data` writes nothing:
+/// an empty chunk would end the body).
+pub async fn write_chunk<W: AsyncWrite + Unpin>(
+    stream: &mut W,
+    data: &[u8],
+) -> std::io::Result<()> {
+    if data.is_empty() {
+        return Ok(());
+    }
+    stream
+        .write_all(format!("{:x}\r\n", data.len()).as_bytes())
+        .await?;
+    stream.write_all(data).await?;
+    stream.write_all(b"\r\n").await?;
+    stream.flush().await
+}
+
+/// Ends a chunked body.
+pub async fn end_chunks<W: AsyncWrite + Unpin>(stream: &mut W) -> std::io::Result<()> {
+    stream.write_all(b"0\r\n\r\n").await?;
+    stream.flush().await
+}
+
 /// Ends the connection after an answer: our side is shut, then what the client still
 /// sends is read and dropped (at most `max` bytes) until it closes too. Closing with
 /// unread input would reset the connection, and a reset can destroy the answer before
 /// the client reads it (a 431 to a client still sending its huge header).
 pub async fn linger_close(stream: &mut Async<TcpStream>, max: usize) {
     let _ = stream.get_ref().shutdown(std::net::Shutdown::Write);
+    drain(stream, max).await;
+}
+
+/// Reads and drops what the client still sends, at most `max` bytes, until it closes.
+pub async fn drain<S: AsyncRead + Unpin>(stream: &mut S, max: usize) {
     let mut chunk = [0u8; 1024];
     let mut left = max;
     while left > 0 {
@@ -150,6 +208,7 @@ mod tests {
         let h = parse(b"GET /metrics?x=1 HTTP/1.1\r\nHost: a").unwrap();
         assert_eq!(h.method, "GET");
         assert_eq!(h.path, "/metrics");
+        assert_eq!(h.query, "x=1");
     }
 
     #[test]

@@ -203,11 +203,52 @@ async fn runtime(t: &mut Text, src: &Sources) {
             );
         }
     }
-    const CPU: &str = "container_cpu_usage_seconds_total";
-    const MEM: &str = "container_memory_working_set_bytes";
     let stats = bounded(rt.list_container_stats(None))
         .await
         .unwrap_or_default();
+    container_usage(t, &stats);
+}
+
+/// `GET /metrics/resource` of the kubelet API: kubelet's resource metrics, the node's
+/// CPU time and memory working set, each container's (CRI ListContainerStats), and
+/// `scrape_error` (1 when the runtime did not answer).
+pub async fn resource_answer(ctx: &crate::agent::context::Context) -> Answer {
+    let mut t = Text(String::with_capacity(4 << 10));
+    t.family(
+        "node_cpu_usage_seconds_total",
+        "counter",
+        "Cumulative cpu time consumed by the node in core-seconds",
+    );
+    t.seconds(
+        "node_cpu_usage_seconds_total",
+        &[],
+        process::node_cpu_nanos(),
+    );
+    t.family(
+        "node_memory_working_set_bytes",
+        "gauge",
+        "Current working set of the node in bytes",
+    );
+    t.sample(
+        "node_memory_working_set_bytes",
+        &[],
+        process::node_memory_working_set_bytes(),
+    );
+    let stats = bounded(ctx.cri.runtime.list_container_stats(None)).await;
+    container_usage(&mut t, stats.as_deref().unwrap_or_default());
+    t.family(
+        "scrape_error",
+        "gauge",
+        "1 if there was an error while getting container metrics, 0 otherwise",
+    );
+    t.sample("scrape_error", &[], u64::from(stats.is_none()));
+    Answer::new(200, CONTENT_TYPE, t.0.into_bytes())
+}
+
+/// Each of our containers' CPU time and memory working set.
+fn container_usage(t: &mut Text, stats: &[pb::ContainerStats]) {
+    const CPU: &str = "container_cpu_usage_seconds_total";
+    const MEM: &str = "container_memory_working_set_bytes";
     fn key(s: &pb::ContainerStats) -> Option<[(&'static str, &str); 3]> {
         let a = s.attributes.as_ref()?;
         let get = |k| a.labels.get(k).map(String::as_str);
@@ -223,7 +264,7 @@ async fn runtime(t: &mut Text, src: &Sources) {
         "counter",
         "Cumulative CPU time consumed by the container in core-seconds.",
     );
-    for s in &stats {
+    for s in stats {
         let cpu = s
             .cpu
             .as_ref()
@@ -237,7 +278,7 @@ async fn runtime(t: &mut Text, src: &Sources) {
         "gauge",
         "Current working set of the container in bytes.",
     );
-    for s in &stats {
+    for s in stats {
         let mem = s.memory.as_ref().and_then(|m| m.working_set_bytes.as_ref());
         if let (Some(k), Some(mem)) = (key(s), mem) {
             t.sample(MEM, &k, mem.value);

@@ -9,11 +9,11 @@
 //! [`DEADLINE`] for a whole connection (a client sending one byte a second is cut off).
 //! A bad request gets a 4xx answer, never a panic.
 
-mod http;
-mod metrics_text;
-mod pods;
+pub mod http;
+pub mod metrics_text;
+pub mod pods;
 mod process;
-mod routes;
+pub mod routes;
 
 use crate::agent::context::Context;
 use async_io::{Async, Timer};
@@ -65,22 +65,40 @@ pub fn start(addr: SocketAddr, src: Sources) {
 
 /// Accepts connections forever, one task each, at most [`MAX_CONNECTIONS`] at once.
 async fn serve(listener: Async<TcpListener>, src: Rc<Sources>) {
+    accept_bounded(listener, MAX_CONNECTIONS, "status endpoint", |stream| {
+        connection(stream, src.clone())
+    })
+    .await
+}
+
+/// Accepts connections forever, a task from `serve_one` each, at most `max` at once: the
+/// oldest is closed for a new one past that, so idle or slow clients cannot lock others
+/// out (also the kubelet API's loop).
+pub async fn accept_bounded<F, T>(
+    listener: Async<TcpListener>,
+    max: usize,
+    what: &str,
+    mut serve_one: F,
+) where
+    F: FnMut(Async<TcpStream>) -> T,
+    T: std::future::Future<Output = ()> + 'static,
+{
     let mut live: VecDeque<Task<()>> = VecDeque::new();
     loop {
         let stream = match listener.accept().await {
             Ok((s, _)) => s,
             Err(e) => {
                 // Out of file descriptors, say: let others close theirs first.
-                log::debug!("status endpoint: accept: {e}");
+                log::debug!("{what}: accept: {e}");
                 Timer::after(Duration::from_millis(100)).await;
                 continue;
             }
         };
         live.retain(|t| !t.is_finished());
-        if live.len() >= MAX_CONNECTIONS {
+        if live.len() >= max {
             drop(live.pop_front()); // cancels it: its socket closes
         }
-        live.push_back(crate::rt::spawn(connection(stream, src.clone())));
+        live.push_back(crate::rt::spawn(serve_one(stream)));
     }
 }
 

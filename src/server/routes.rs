@@ -9,7 +9,7 @@ pub async fn answer(src: &Sources, head: &Head) -> Answer {
         return Answer::text(405, "only GET is served\n");
     }
     match head.path.as_str() {
-        "/healthz" => healthz(src),
+        "/healthz" => healthz(&src.ctx.cfg),
         "/pods" => pods::answer(&src.ctx.cfg),
         "/metrics" => metrics_text::answer(src).await,
         _ => Answer::text(404, "not found; served: /healthz, /pods, /metrics\n"),
@@ -17,8 +17,8 @@ pub async fn answer(src: &Sources, head: &Head) -> Answer {
 }
 
 /// 200 `ok` while the sync loop ticks and relists; 503 with the reason otherwise.
-fn healthz(src: &Sources) -> Answer {
-    match crate::metrics::health::check(src.ctx.cfg.pleg_period) {
+pub fn healthz(cfg: &crate::config::Config) -> Answer {
+    match crate::metrics::health::check(cfg.pleg_period) {
         Ok(()) => Answer::text(200, "ok\n"),
         Err(why) => Answer::text(503, &format!("{why}\n")),
     }

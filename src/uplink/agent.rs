@@ -17,6 +17,8 @@ pub struct Uplink {
     pub node_name: String,
     /// The agent's shared state: config, CRI client, store, host facts.
     pub ctx: Rc<Context>,
+    /// The port the kubelet API serves on (0: it does not), for the Node's status.
+    pub kubelet_port: std::cell::Cell<u16>,
 }
 
 /// Reads the node's kubeconfig and makes the uplink; `None` for a local-only config.
@@ -38,5 +40,6 @@ pub fn new(ctx: &Rc<Context>) -> Result<Option<Rc<Uplink>>, SetupError> {
         client,
         node_name: ctx.host.node_name.clone(),
         ctx: ctx.clone(),
+        kubelet_port: Default::default(),
     })))
 }

@@ -233,6 +233,8 @@ impl StatusTask {
             },
         };
         let now = format_rfc3339(SystemTime::now());
+        // The kubelet API may start late (a serving certificate from a CSR).
+        self.machine.kubelet_port = self.up.kubelet_port.get();
         let s = status::build(&self.machine, &observed, &self.priors, &now);
         self.log_readiness(&s);
         self.priors = status::priors(&s);

@@ -66,7 +66,7 @@ pub fn target(kc: &Kubeconfig) -> Result<TlsTarget, SetupError> {
 /// rustls's own check this also covers X.509 v1 certificates (what `openssl x509 -req`
 /// makes without an extension file, and Go servers accept): webpki cannot parse those,
 /// so their public key is compared from a DER walk.
-fn certified_key(
+pub(crate) fn certified_key(
     chain: Vec<CertificateDer<'static>>,
     key: PrivateKeyDer<'static>,
     provider: &CryptoProvider,
@@ -92,7 +92,9 @@ fn certified_key(
 }
 
 /// Every certificate of a PEM bundle; at least one.
-fn certificates(pem: &Sourced<Vec<u8>>) -> Result<Vec<CertificateDer<'static>>, SetupError> {
+pub(crate) fn certificates(
+    pem: &Sourced<Vec<u8>>,
+) -> Result<Vec<CertificateDer<'static>>, SetupError> {
     let certs = CertificateDer::pem_slice_iter(&pem.value)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| pem_error(&pem.from, "certificates", e))?;
@@ -106,7 +108,7 @@ fn certificates(pem: &Sourced<Vec<u8>>) -> Result<Vec<CertificateDer<'static>>, 
 }
 
 /// The cluster CA bundle as the only trust roots.
-fn roots(ca: &Sourced<Vec<u8>>) -> Result<RootCertStore, SetupError> {
+pub(crate) fn roots(ca: &Sourced<Vec<u8>>) -> Result<RootCertStore, SetupError> {
     let mut store = RootCertStore::empty();
     for cert in certificates(ca)? {
         store.add(cert).map_err(|source| SetupError::Tls {
@@ -117,7 +119,7 @@ fn roots(ca: &Sourced<Vec<u8>>) -> Result<RootCertStore, SetupError> {
     Ok(store)
 }
 
-fn pem_error(from: &str, what: &str, e: rustls::pki_types::pem::Error) -> SetupError {
+pub(crate) fn pem_error(from: &str, what: &str, e: rustls::pki_types::pem::Error) -> SetupError {
     SetupError::Tls {
         from: from.to_string(),
         source: rustls::Error::General(format!("no usable {what} in PEM: {e:?}")),

@@ -13,6 +13,7 @@
 //!   .api_url() -> &str                      "https://127.0.0.1:PORT"
 //!   .ca_file() / .kubeconfig_admin() -> &Path   cluster CA; kubeconfig of system:masters
 //!   .kubectl(&[..]) -> Output               the matching kubectl (v1.20.2) as admin
+//!   .kubectl_path() -> &Path                that kubectl (for a child process: logs -f)
 //!   .kubectl_ok(&[..]) -> String            same, panics (with stderr) unless it succeeds
 //!   .kubectl_as(kubeconfig, &[..]) -> Output    same kubectl with another kubeconfig
 //!   .apply(yaml_or_json)                    `kubectl apply -f -` with that text
@@ -122,6 +123,11 @@ impl Kube {
         let mut all: Vec<&OsStr> = vec![OsStr::new(args[0]), self.dir.as_os_str()];
         all.extend(args[1..].iter().map(OsStr::new));
         run_script("kube.sh", &all)
+    }
+
+    /// The matching kubectl binary.
+    pub fn kubectl_path(&self) -> &Path {
+        &self.kubectl
     }
 
     /// Runs the matching kubectl as admin with `args`.

@@ -267,7 +267,7 @@ start_apiserver() {
 		--tls-private-key-file="$pki/apiserver.key" \
 		--kubelet-client-certificate="$pki/apiserver-kubelet-client.crt" \
 		--kubelet-client-key="$pki/apiserver-kubelet-client.key" \
-		--kubelet-certificate-authority="$pki/ca.crt" \
+		--kubelet-certificate-authority="$pki/ca.crt" --kubelet-preferred-address-types=InternalIP \
 		--service-account-key-file="$pki/sa.pub" --service-account-signing-key-file="$pki/sa.key" \
 		--service-account-issuer="$SA_ISSUER" --api-audiences="$SA_ISSUER" \
 		--authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction,ServiceAccount \

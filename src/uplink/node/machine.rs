@@ -35,6 +35,8 @@ pub struct Machine {
     pub kernel_version: String,
     /// `PRETTY_NAME` of os-release.
     pub os_image: String,
+    /// The port the kubelet API serves on (`daemonEndpoints`), 0 when it does not.
+    pub kubelet_port: u16,
 }
 
 impl Machine {
@@ -69,6 +71,7 @@ impl Machine {
                 .to_string_lossy()
                 .into_owned(),
             os_image: pretty_name(&read("/etc/os-release")).unwrap_or_else(|| "Linux".into()),
+            kubelet_port: 0,
         }
     }
 }

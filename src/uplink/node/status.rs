@@ -282,9 +282,11 @@ pub fn build(m: &Machine, obs: &Observed, priors: &[PriorCondition], now: &str) 
         capacity,
         conditions,
         addresses,
-        // tinylet serves no kubelet API (logs, exec) yet: port 0 says so.
+        // The kubelet API's port (`crate::kubelet_api`); 0 when it does not serve.
         daemon_endpoints: DaemonEndpoints {
-            kubelet_endpoint: Endpoint { port: 0 },
+            kubelet_endpoint: Endpoint {
+                port: m.kubelet_port,
+            },
         },
         node_info: NodeInfo {
             machine_id: m.machine_id.clone(),

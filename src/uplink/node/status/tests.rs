@@ -14,6 +14,7 @@ fn machine() -> Machine {
         boot_id: "b".into(),
         kernel_version: "6.1.0".into(),
         os_image: "OpenWrt 23.05".into(),
+        kubelet_port: 10250,
     }
 }
 
@@ -75,7 +76,7 @@ fn a_ready_node_looks_like_kubelets() {
         serde_json::json!([{"type": "InternalIP", "address": "192.0.2.15"},
             {"type": "Hostname", "address": "gw1"}])
     );
-    assert_eq!(json["daemonEndpoints"]["kubeletEndpoint"]["Port"], 0);
+    assert_eq!(json["daemonEndpoints"]["kubeletEndpoint"]["Port"], 10250);
     let info = &json["nodeInfo"];
     assert_eq!(info["machineID"], "m");
     assert_eq!(info["bootID"], "b");

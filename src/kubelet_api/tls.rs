@@ -1,0 +1,125 @@
+//! The kubelet API's TLS server configuration: rustls with ring's crypto, TLS 1.3 only
+//! (as the uplink's client: the build has no TLS 1.2 code), the serving certificate of
+//! `tlsCertFile`/`tlsPrivateKeyFile` (or from a CSR, `super::csr`), and client certificates verified against the
+//! client CA (`authentication.x509.clientCAFile`, else the kubeconfig's cluster CA).
+//! A client without a certificate may connect (its requests get 401, as kubelet's with
+//! anonymous auth off); a certificate from another CA fails the handshake. ALPN offers
+//! HTTP/1.1 only: the API server's proxy and kubectl speak it to kubelets.
+
+use crate::config::ApiServerConfig;
+use crate::uplink::files::{read_bounded, Secrecy, MAX_FILE_BYTES};
+use crate::uplink::kubeconfig::Sourced;
+use crate::uplink::tls::{certificates, certified_key, pem_error, roots};
+use crate::uplink::tls_io::TlsStream;
+use crate::uplink::{Kubeconfig, SetupError};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::PrivateKeyDer;
+use rustls::server::WebPkiClientVerifier;
+use rustls::sign::SingleCertAndKey;
+use rustls::{ServerConfig, ServerConnection};
+use smol::io::{AsyncRead, AsyncWrite};
+use std::io;
+use std::path::Path;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{ready, Context, Poll};
+use tokio::io::ReadBuf;
+
+/// PEM bytes and where they were read.
+pub type Pem = Sourced<Vec<u8>>;
+
+/// The serving certificate chain and key of `tlsCertFile` and `tlsPrivateKeyFile`.
+pub fn files(api: &ApiServerConfig) -> Result<(Pem, Pem), SetupError> {
+    Ok((
+        read(&api.tls_cert_file, Secrecy::Public)?,
+        read(&api.tls_private_key_file, Secrecy::Secret)?,
+    ))
+}
+
+/// Builds the server configuration from the serving certificate chain and key (PEM),
+/// the config and the node's kubeconfig (its CA, unless `clientCAFile` is set).
+pub fn server_config(
+    api: &ApiServerConfig,
+    kc: &Kubeconfig,
+    cert: &Sourced<Vec<u8>>,
+    key: &Sourced<Vec<u8>>,
+) -> Result<Arc<ServerConfig>, SetupError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let tls_error = |from: &str, source| SetupError::Tls {
+        from: from.to_string(),
+        source,
+    };
+    let ca_file = &api.authentication.x509.client_ca_file;
+    let ca = if ca_file.as_os_str().is_empty() {
+        roots(&kc.ca)?
+    } else {
+        roots(&read(ca_file, Secrecy::Public)?)?
+    };
+    let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(ca), provider.clone())
+        .allow_unauthenticated()
+        .build()
+        .map_err(|e| {
+            tls_error(
+                "authentication.x509.clientCAFile",
+                rustls::Error::General(e.to_string()),
+            )
+        })?;
+    let key_der = PrivateKeyDer::from_pem_slice(&key.value)
+        .map_err(|e| pem_error(&key.from, "a private key", e))?;
+    let certified = certified_key(certificates(cert)?, key_der, &provider)
+        .map_err(|e| tls_error(&format!("{} with {}", cert.from, key.from), e))?;
+    let mut config = ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .map_err(|e| tls_error("TLS 1.3", e))?
+        .with_client_cert_verifier(verifier)
+        .with_cert_resolver(Arc::new(SingleCertAndKey::from(certified)));
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
+/// A PEM file, bounded, with its name for messages.
+fn read(path: &Path, secrecy: Secrecy) -> Result<Sourced<Vec<u8>>, SetupError> {
+    Ok(Sourced {
+        value: read_bounded(path, MAX_FILE_BYTES, secrecy)?,
+        from: path.display().to_string(),
+    })
+}
+
+/// A server-side TLS connection seen through the `futures` I/O traits the HTTP code of
+/// `crate::server::http` is written against (`TlsStream` implements tokio's, for h2).
+pub struct TlsConn(pub TlsStream<ServerConnection>);
+
+impl AsyncRead for TlsConn {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        let mut rb = ReadBuf::new(buf);
+        ready!(tokio::io::AsyncRead::poll_read(
+            Pin::new(&mut self.0),
+            cx,
+            &mut rb
+        ))?;
+        Poll::Ready(Ok(rb.filled().len()))
+    }
+}
+
+impl AsyncWrite for TlsConn {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        tokio::io::AsyncWrite::poll_write(Pin::new(&mut self.0), cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        tokio::io::AsyncWrite::poll_flush(Pin::new(&mut self.0), cx)
+    }
+
+    /// Sends close_notify and shuts the socket's sending side.
+    fn poll_close(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        tokio::io::AsyncWrite::poll_shutdown(Pin::new(&mut self.0), cx)
+    }
+}

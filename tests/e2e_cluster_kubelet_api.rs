@@ -1,0 +1,534 @@
+//! End-to-end tests of the kubelet API (`apiServer.port`) against the real control plane
+//! of `tests/harness/kube.sh` and a private containerd: `kubectl logs`, `-f` and
+//! `--previous` through the API server (which proxies to the node's InternalIP with its
+//! kubelet client certificate, in system:masters, and checks the serving certificate
+//! against the cluster CA); and the node's own checks with curl: no client certificate
+//! -> 401, a certificate of another CA -> refused in the TLS handshake, a user without
+//! `nodes/proxy` -> 403, one bound to it by RBAC -> 200.
+
+mod agent_support;
+mod common;
+
+use agent_support::{wait_for, Node};
+use common::kube::Kube;
+use common::Containerd;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const START: Duration = Duration::from_secs(90);
+
+/// Runs a shell script (openssl), panicking with its output when it fails.
+fn sh(script: &str) {
+    let out = Command::new("sh").args(["-ec", script]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{script}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A key and certificate `dir/NAME.{key,crt}` for `subj`, signed by `ca` (`ca.crt` and
+/// `ca.key` in that directory), with X.509 v3 `ext` lines.
+fn issue(dir: &Path, name: &str, subj: &str, ext: &str, ca: &Path) -> (PathBuf, PathBuf) {
+    let (key, crt) = (
+        dir.join(format!("{name}.key")),
+        dir.join(format!("{name}.crt")),
+    );
+    let ext_file = dir.join(format!("{name}.ext"));
+    std::fs::write(&ext_file, ext).unwrap();
+    sh(&format!(
+        "openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+         -keyout {k} -out {d}/{name}.csr -subj '{subj}' 2>/dev/null
+         openssl x509 -req -in {d}/{name}.csr -CA {ca}/ca.crt -CAkey {ca}/ca.key \
+         -set_serial 0x$(od -An -tx1 -N8 /dev/urandom | tr -d ' \\n') -days 2 \
+         -extfile {e} -out {c} 2>/dev/null
+         chmod 600 {k}",
+        k = key.display(),
+        c = crt.display(),
+        d = dir.display(),
+        e = ext_file.display(),
+        ca = ca.display(),
+    ));
+    (key, crt)
+}
+
+/// A CA of its own in `dir` (`ca.crt`, `ca.key`).
+fn foreign_ca(dir: &Path) {
+    sh(&format!(
+        "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+         -keyout {d}/ca.key -out {d}/ca.crt -days 2 -subj /CN=other-ca 2>/dev/null",
+        d = dir.display()
+    ));
+}
+
+const CLIENT_EXT: &str = "basicConstraints=critical,CA:FALSE\n\
+    keyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n";
+
+/// A free TCP port (bound and released: the agent binds it next).
+fn free_port() -> u16 {
+    TcpListener::bind("0.0.0.0:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The machine's IPv4 addresses (the node's InternalIP is one of them).
+fn host_ips() -> Vec<String> {
+    let out = Command::new("hostname").arg("-I").output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .filter(|a| a.parse::<std::net::Ipv4Addr>().is_ok())
+        .map(String::from)
+        .collect()
+}
+
+/// A node joined to `kube` whose kubelet API serves on a free port with a serving
+/// certificate the cluster CA signed for the machine's addresses.
+struct ApiNode {
+    node: Node,
+    port: u16,
+    pki: PathBuf,
+    ca: PathBuf,
+}
+
+fn api_node(kube: &Kube, c: &Containerd, name: &str) -> ApiNode {
+    kube.apply(
+        &json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}}).to_string(),
+    );
+    let id = kube.node_identity(name);
+    let node = Node::joining(c, &id);
+    let pki = node.dir.join("kubelet-pki");
+    std::fs::create_dir_all(&pki).unwrap();
+    let mut sans = vec![format!("DNS:{name}"), "IP:127.0.0.1".to_string()];
+    sans.extend(host_ips().iter().map(|ip| format!("IP:{ip}")));
+    let ext = format!(
+        "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\n\
+         extendedKeyUsage=serverAuth\nsubjectAltName={}\n",
+        sans.join(",")
+    );
+    let cluster_pki = kube.dir().join("pki");
+    let (key, crt) = issue(
+        &pki,
+        "serving",
+        &format!("/CN=system:node:{name}/O=system:nodes"),
+        &ext,
+        &cluster_pki,
+    );
+    let port = free_port();
+    node.set_config(
+        "apiServer",
+        json!({"kubeconfig": id.kubeconfig, "port": port,
+               "tlsCertFile": crt, "tlsPrivateKeyFile": key}),
+    );
+    node.start_agent();
+    wait_for("the node to advertise its kubelet port", START, || {
+        let out = kube.kubectl(&["get", "node", name, "-o", "json"]);
+        let n: Value = serde_json::from_slice(&out.stdout).ok()?;
+        (n["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"] == port).then_some(())
+    });
+    ApiNode {
+        node,
+        port,
+        pki,
+        ca: id.ca.clone(),
+    }
+}
+
+impl ApiNode {
+    /// curl `path` on the node's kubelet API with `cert` (key, crt); (exit code, status
+    /// line code or "000", body).
+    fn curl(&self, path: &str, cert: Option<&(PathBuf, PathBuf)>) -> (i32, String, String) {
+        let mut cmd = Command::new("curl");
+        cmd.args([
+            "-sS",
+            "--max-time",
+            "20",
+            "--tlsv1.3",
+            "-w",
+            "\n%{http_code}",
+            "--cacert",
+        ])
+        .arg(&self.ca);
+        if let Some((key, crt)) = cert {
+            cmd.arg("--cert").arg(crt).arg("--key").arg(key);
+        }
+        cmd.arg(format!("https://127.0.0.1:{}{path}", self.port));
+        let out = cmd.output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
+        (
+            out.status.code().unwrap_or(-1),
+            code.to_string(),
+            body.to_string(),
+        )
+    }
+}
+
+fn namespace(kube: &Kube, ns: &str) {
+    kube.apply(
+        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}).to_string(),
+    );
+    kube.wait_namespace(ns);
+}
+
+fn pod(kube: &Kube, ns: &str, node: &str, name: &str, image: &str, script: &str) {
+    let pod = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {
+            "nodeName": node,
+            "automountServiceAccountToken": false,
+            "terminationGracePeriodSeconds": 1,
+            "tolerations": [{"operator": "Exists"}],
+            "volumes": [{"name": "d", "emptyDir": {}}],
+            "containers": [{"name": "app", "image": image,
+                            "imagePullPolicy": "IfNotPresent",
+                            "volumeMounts": [{"name": "d", "mountPath": "/d"}],
+                            "command": ["sh", "-c", script]}],
+        },
+    });
+    kube.apply(&pod.to_string());
+}
+
+/// `kubectl logs ARGS -n NS` until it succeeds with output `pred` accepts.
+fn logs_until(
+    kube: &Kube,
+    ns: &str,
+    args: &[&str],
+    what: &str,
+    pred: impl Fn(&str) -> bool,
+) -> String {
+    let mut all = vec!["logs", "-n", ns];
+    all.extend_from_slice(args);
+    let deadline = Instant::now() + START;
+    loop {
+        let out = kube.kubectl(&all);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        if out.status.success() && pred(&text) {
+            return text;
+        }
+        let last = format!("{text}{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            Instant::now() < deadline,
+            "kubectl {all:?}: not {what}; last:\n{last}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// `promtool check metrics` of `text` (Prometheus' own parser and linter).
+fn check_metrics_text(text: &str) {
+    use std::io::Write;
+    let mut child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian package prometheus; tests/harness/install-deps.sh)");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "promtool: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn kubectl_logs_follow_and_previous_through_the_api_server() {
+    const NODE: &str = "tl-kapi-logs";
+    const NS: &str = "kapi-logs";
+    let kube = Kube::shared();
+    let c = Containerd::start();
+    let n = api_node(kube, &c, NODE);
+    namespace(kube, NS);
+    let image = c.test_image();
+    pod(
+        kube,
+        NS,
+        NODE,
+        "ticker",
+        image,
+        "i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.3; done",
+    );
+    pod(
+        kube,
+        NS,
+        NODE,
+        "twice",
+        image,
+        "n=$(cat /d/n 2>/dev/null || echo 0); n=$((n+1)); echo $n > /d/n; echo run $n; \
+         if [ $n -lt 2 ]; then exit 1; fi; exec sleep 3600",
+    );
+
+    // kubectl logs: the lines so far, in order.
+    let text = logs_until(kube, NS, &["ticker"], "three lines", |t| {
+        t.lines().count() >= 3
+    });
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(&lines[..3], ["tick 0", "tick 1", "tick 2"], "{text}");
+    // tailLines, timestamps, limitBytes.
+    let tail = logs_until(
+        kube,
+        NS,
+        &["ticker", "--tail=1", "--timestamps"],
+        "one line",
+        |_| true,
+    );
+    assert_eq!(tail.lines().count(), 1, "{tail}");
+    let (time, msg) = tail.trim_end().split_once(' ').unwrap();
+    assert!(time.ends_with('Z') && time.contains('T'), "{tail}");
+    assert!(msg.starts_with("tick "), "{tail}");
+    let limited = logs_until(kube, NS, &["ticker", "--limit-bytes=9"], "9 bytes", |_| {
+        true
+    });
+    assert_eq!(limited, "tick 0\nti");
+
+    // kubectl logs -f: lines the container writes after the request arrive on it.
+    let mut follow = Command::new(kube.kubectl_path());
+    follow
+        .arg("--kubeconfig")
+        .arg(kube.kubeconfig_admin())
+        .args(["logs", "-f", "-n", NS, "ticker", "--tail=1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = follow.spawn().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let number = |l: &str| -> u64 { l.trim().trim_start_matches("tick ").parse().unwrap() };
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let first = number(&line);
+    let mut seen = vec![first];
+    while seen.len() < 5 {
+        line.clear();
+        assert!(
+            out.read_line(&mut line).unwrap() > 0,
+            "the follow ended early"
+        );
+        seen.push(number(&line));
+    }
+    let want: Vec<u64> = (first..first + 5).collect();
+    assert_eq!(seen, want, "consecutive lines as written");
+    let _ = child.kill();
+    let _ = child.wait();
+
+    // /metrics/resource through the API server's node proxy (subresource metrics).
+    let path = format!("/api/v1/nodes/{NODE}/proxy/metrics/resource");
+    let metrics = wait_for("the ticker's resource metrics", START, || {
+        let m = kube.kubectl_ok(&["get", "--raw", &path]);
+        m.contains(r#"container_cpu_usage_seconds_total{container="app",pod="ticker",namespace="kapi-logs"}"#)
+            .then_some(m)
+    });
+    for family in [
+        "node_cpu_usage_seconds_total",
+        "node_memory_working_set_bytes",
+        "container_memory_working_set_bytes",
+        "scrape_error",
+    ] {
+        assert!(
+            metrics.contains(&format!("# TYPE {family} ")),
+            "{family}: {metrics}"
+        );
+    }
+    assert!(metrics.contains("\nscrape_error 0\n"), "{metrics}");
+    check_metrics_text(&metrics);
+
+    // --previous: the run before the restart; without it: the current run.
+    let prev = logs_until(kube, NS, &["twice", "--previous"], "the first run", |t| {
+        t == "run 1\n"
+    });
+    assert_eq!(prev, "run 1\n");
+    let cur = logs_until(kube, NS, &["twice"], "the second run", |t| t == "run 2\n");
+    assert_eq!(cur, "run 2\n");
+    n.node.assert_agent_alive();
+}
+
+#[test]
+fn kubelet_api_authenticates_by_certificate_and_authorizes_by_review() {
+    const NODE: &str = "tl-kapi-auth";
+    let kube = Kube::shared();
+    let c = Containerd::start();
+    let n = api_node(kube, &c, NODE);
+    let cluster_pki = kube.dir().join("pki");
+
+    // No client certificate: the TLS handshake succeeds, the request gets 401.
+    let (_, code, body) = n.curl("/pods", None);
+    assert_eq!((code.as_str(), body.as_str()), ("401", "Unauthorized\n"));
+
+    // Not TLS at all (1 MiB of garbage), and a 64 KiB request head: bounded, no harm.
+    {
+        use std::io::{Read, Write};
+        let mut raw = std::net::TcpStream::connect(("127.0.0.1", n.port)).unwrap();
+        raw.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let _ = raw.write_all(&vec![b'G'; 1 << 20]);
+        let mut sink = Vec::new();
+        let _ = raw.read_to_end(&mut sink);
+        assert!(
+            sink.len() < 1024,
+            "a TLS alert at most, got {} bytes",
+            sink.len()
+        );
+    }
+    let big = format!("X-Big: {}", "a".repeat(64 << 10));
+    let out = Command::new("curl")
+        .args([
+            "-sS",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "--max-time",
+            "20",
+            "-H",
+            &big,
+            "--cacert",
+        ])
+        .arg(&n.ca)
+        .arg(format!("https://127.0.0.1:{}/pods", n.port))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "431");
+    n.node.assert_agent_alive();
+
+    // A certificate from another CA: refused in the handshake, no HTTP answer.
+    let other = n.pki.join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    foreign_ca(&other);
+    let mallory = issue(
+        &other,
+        "mallory",
+        "/CN=mallory/O=system:masters",
+        CLIENT_EXT,
+        &other,
+    );
+    let (exit, code, _) = n.curl("/pods", Some(&mallory));
+    assert_ne!(exit, 0, "curl with a foreign certificate must fail");
+    assert_eq!(code, "000", "no HTTP status for a refused certificate");
+
+    // A cluster user without nodes/proxy: 403 with kubelet's wording.
+    let alice = issue(&n.pki, "alice", "/CN=alice/O=dev", CLIENT_EXT, &cluster_pki);
+    let (_, code, body) = n.curl("/pods", Some(&alice));
+    assert_eq!(code, "403", "{body}");
+    assert_eq!(
+        body,
+        "Forbidden (user=alice, verb=get, resource=nodes, subresource=proxy)\n"
+    );
+    // And one bound to nodes/proxy (get) by RBAC: 200, the node's pods.
+    kube.apply(
+        &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                "metadata": {"name": "kapi-node-proxy"},
+                "rules": [{"apiGroups": [""], "resources": ["nodes/proxy"], "verbs": ["get"]}]})
+        .to_string(),
+    );
+    kube.apply(
+        &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                "metadata": {"name": "kapi-bob"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                            "name": "kapi-node-proxy"},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                              "name": "bob"}]})
+        .to_string(),
+    );
+    let bob = issue(&n.pki, "bob", "/CN=bob", CLIENT_EXT, &cluster_pki);
+    let (_, code, body) = wait_for("bob's binding to take effect", START, || {
+        let r = n.curl("/pods", Some(&bob));
+        (r.1 == "200").then_some(r)
+    });
+    assert_eq!(code, "200");
+    let list: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(list["kind"], "PodList", "{body}");
+    // bob may get, not create (the verb comes from the method): 403.
+    let (_, code, _) = n.curl("/healthz", Some(&bob));
+    assert_eq!(code, "200");
+    let mut post = Command::new("curl");
+    post.args([
+        "-sS",
+        "-o",
+        "/dev/null",
+        "-w",
+        "%{http_code}",
+        "-X",
+        "POST",
+        "--cacert",
+    ])
+    .arg(&n.ca)
+    .arg("--cert")
+    .arg(&bob.1)
+    .arg("--key")
+    .arg(&bob.0)
+    .arg(format!("https://127.0.0.1:{}/pods", n.port));
+    let out = post.output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "403");
+    n.node.assert_agent_alive();
+}
+
+#[test]
+fn serving_certificate_from_a_csr_once_approved() {
+    const NODE: &str = "tl-kapi-csr";
+    const NS: &str = "kapi-csr";
+    let kube = Kube::shared();
+    let c = Containerd::start();
+    kube.apply(
+        &json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": NODE}}).to_string(),
+    );
+    let id = kube.node_identity(NODE);
+    let node = Node::joining(&c, &id);
+    let port = free_port();
+    node.set_config(
+        "apiServer",
+        json!({"kubeconfig": id.kubeconfig, "port": port, "serverTLSBootstrap": true}),
+    );
+    node.start_agent();
+    // The node asks for a kubelet-serving certificate; nothing listens until it has one.
+    let csr = wait_for("the node's CSR", START, || {
+        let out = kube.kubectl_ok(&["get", "csr", "-o", "json"]);
+        let list: Value = serde_json::from_str(&out).ok()?;
+        list["items"].as_array()?.iter().find_map(|r| {
+            let mine = r["spec"]["username"] == format!("system:node:{NODE}")
+                && r["spec"]["signerName"] == "kubernetes.io/kubelet-serving";
+            mine.then(|| r["metadata"]["name"].as_str().unwrap().to_string())
+        })
+    });
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "the kubelet API listens before it has a certificate"
+    );
+    kube.kubectl_ok(&["certificate", "approve", &csr]);
+    wait_for("the node to advertise its kubelet port", START, || {
+        let out = kube.kubectl(&["get", "node", NODE, "-o", "json"]);
+        let n: Value = serde_json::from_slice(&out.stdout).ok()?;
+        (n["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"] == port).then_some(())
+    });
+    let kept = node.dir.join("state/pki/kubelet-server-current.pem");
+    let meta = std::fs::metadata(&kept).unwrap_or_else(|e| panic!("{}: {e}", kept.display()));
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o777,
+        0o600
+    );
+    // The API server checks the certificate against the cluster CA for the node's
+    // InternalIP: kubectl logs works through it.
+    namespace(kube, NS);
+    pod(
+        kube,
+        NS,
+        NODE,
+        "hello",
+        c.test_image(),
+        "echo hello from csr; exec sleep 3600",
+    );
+    let text = logs_until(kube, NS, &["hello"], "the line", |t| !t.is_empty());
+    assert_eq!(text, "hello from csr\n");
+    node.assert_agent_alive();
+}
