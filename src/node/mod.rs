@@ -13,6 +13,6 @@ pub mod pressure;
 pub mod pressure_file;
 pub mod signals;
 
-pub use capacity::{reserved_memory, Resources};
+pub use capacity::{check_reservations, reserved_memory, Resources};
 pub use pod_cgroups::PodCgroups;
 pub use pressure::Pressure;
