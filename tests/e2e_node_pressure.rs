@@ -32,7 +32,10 @@ fn fs_free(dir: &Path) -> (u64, u64) {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    let n: Vec<u64> = text.split_whitespace().map(|w| w.parse().unwrap()).collect();
+    let n: Vec<u64> = text
+        .split_whitespace()
+        .map(|w| w.parse().unwrap())
+        .collect();
     (n[0] * n[1], n[2])
 }
 

@@ -8,12 +8,12 @@
 //! which pods exist.
 
 use super::context::Context;
+use super::pressure_check::{Eviction, PressureCheck};
 use crate::gc::container;
 use crate::gc::empty_dir_limit::SizeLimits;
 use crate::gc::image::ImageGc;
 use crate::gc::logs::LogRotator;
 use crate::model::Pod;
-use super::pressure_check::{Eviction, PressureCheck};
 use crate::node::signals::Resource;
 use smol::Task;
 use std::collections::HashSet;

@@ -60,7 +60,10 @@ async fn ask(ctx: &Context) -> Option<PathBuf> {
                 Some(m) => PathBuf::from(m),
                 None => image_store(&ctx.runtime_name.borrow()),
             };
-            log::debug!("image filesystem for the imagefs signals: {}", dir.display());
+            log::debug!(
+                "image filesystem for the imagefs signals: {}",
+                dir.display()
+            );
             Some(dir)
         }
         Err(e) => {

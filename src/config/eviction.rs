@@ -154,11 +154,20 @@ mod tests {
     #[test]
     fn bad_values_name_the_field() {
         let e = err(r#"{"evictionHard":{"memory.available":"lots"}}"#);
-        assert!(e.starts_with("evictionHard.memory.available: expected"), "{e}");
+        assert!(
+            e.starts_with("evictionHard.memory.available: expected"),
+            "{e}"
+        );
         let e = err(r#"{"evictionHard":{"nodefs.inodesfree":"5%"}}"#);
-        assert!(e.starts_with("evictionHard.nodefs.inodesfree: unknown"), "{e}");
+        assert!(
+            e.starts_with("evictionHard.nodefs.inodesfree: unknown"),
+            "{e}"
+        );
         let e = err(r#"{"evictionSoft":{"memory.available":"200%"}}"#);
-        assert!(e.starts_with("evictionSoft.memory.available: expected"), "{e}");
+        assert!(
+            e.starts_with("evictionSoft.memory.available: expected"),
+            "{e}"
+        );
         let e = err(r#"{"evictionSoft":{"memory.available":"20Mi"}}"#);
         assert!(
             e.starts_with("evictionSoft.memory.available: a soft threshold needs"),
@@ -172,7 +181,10 @@ mod tests {
         let e = err(
             r#"{"evictionSoft":{"pid.available":"5%"},"evictionSoftGracePeriod":{"pid.available":"soon"}}"#,
         );
-        assert!(e.starts_with("evictionSoftGracePeriod.pid.available: "), "{e}");
+        assert!(
+            e.starts_with("evictionSoftGracePeriod.pid.available: "),
+            "{e}"
+        );
         let e = err(r#"{"evictionMaxPodGracePeriod":-1}"#);
         assert!(e.starts_with("evictionMaxPodGracePeriod: "), "{e}");
         let e = err(r#"{"evictionPressureTransitionPeriod":"often"}"#);
@@ -187,7 +199,10 @@ mod tests {
         assert_eq!(t.amount(1 << 30), 100 << 20);
         let t = eviction_threshold(&c, "imagefs.available").unwrap();
         assert_eq!(t.amount(1000), 150);
-        assert_eq!(c.eviction_pressure_transition_period, DEFAULT_TRANSITION_PERIOD);
+        assert_eq!(
+            c.eviction_pressure_transition_period,
+            DEFAULT_TRANSITION_PERIOD
+        );
         let c = Config::parse(
             r#"{"evictionSoft":{"memory.available":"20Mi"},
                 "evictionSoftGracePeriod":{"memory.available":"1m30s"},

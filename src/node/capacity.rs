@@ -181,19 +181,29 @@ mod tests {
             pids: 2000,
         };
         let cfg = |json: &str| Config::parse(json).unwrap();
-        let fits = cfg(r#"{"systemReserved":{"memory":"40Mi"},"kubeReserved":{"memory":"32Mi"},
-                           "evictionHard":{"memory.available":"12Mi"}}"#);
+        let fits = cfg(
+            r#"{"systemReserved":{"memory":"40Mi"},"kubeReserved":{"memory":"32Mi"},
+                           "evictionHard":{"memory.available":"12Mi"}}"#,
+        );
         assert_eq!(check_reservations(&fits, &cap), Ok(None));
         // 48 + 48 + 20 of 128: 12 MiB left, under the floor.
-        let thin = cfg(r#"{"systemReserved":{"memory":"48Mi"},"kubeReserved":{"memory":"48Mi"},
-                           "evictionHard":{"memory.available":"20Mi"}}"#);
+        let thin = cfg(
+            r#"{"systemReserved":{"memory":"48Mi"},"kubeReserved":{"memory":"48Mi"},
+                           "evictionHard":{"memory.available":"20Mi"}}"#,
+        );
         let w = check_reservations(&thin, &cap).unwrap().unwrap();
-        assert!(w.starts_with("pods are left 12 MiB of memory (128 MiB"), "{w}");
+        assert!(
+            w.starts_with("pods are left 12 MiB of memory (128 MiB"),
+            "{w}"
+        );
         // The hard threshold counts: 100 + 100Mi (the default) is over 128.
         let over = cfg(r#"{"systemReserved":{"memory":"100Mi"}}"#);
         let e = check_reservations(&over, &cap).unwrap_err();
         assert_eq!((e.resource, e.reserved), ("memory", 200 << 20));
-        assert!(e.to_string().contains("evictionHard memory.available"), "{e}");
+        assert!(
+            e.to_string().contains("evictionHard memory.available"),
+            "{e}"
+        );
         let cpu = cfg(r#"{"systemReserved":{"cpu":"600m"},"kubeReserved":{"cpu":"500m"}}"#);
         assert_eq!(check_reservations(&cpu, &cap).unwrap_err().resource, "cpu");
         let pid = cfg(r#"{"kubeReserved":{"pid":"2001"},"evictionHard":{}}"#);

@@ -156,7 +156,10 @@ mod tests {
         assert!(p.hit(Signal::ImagefsInodesFree).is_none());
         let p = t.update(&cfg, &readings(99 * MI), now);
         let h = p.hit(Signal::MemoryAvailable).unwrap();
-        assert_eq!((h.available, h.threshold, h.soft), (99 * MI, 100 * MI, false));
+        assert_eq!(
+            (h.available, h.threshold, h.soft),
+            (99 * MI, 100 * MI, false)
+        );
         assert!(p.memory);
     }
 
@@ -175,7 +178,10 @@ mod tests {
         assert!(!t.update(&cfg, &readings(50 * MI), at(0)).memory);
         assert!(!t.update(&cfg, &readings(50 * MI), at(59)).memory);
         let p = t.update(&cfg, &readings(50 * MI), at(60));
-        assert!(p.memory && p.hit(Signal::MemoryAvailable).unwrap().soft, "{p:?}");
+        assert!(
+            p.memory && p.hit(Signal::MemoryAvailable).unwrap().soft,
+            "{p:?}"
+        );
         // Above the threshold once: the wait starts again.
         assert!(!t.update(&cfg, &readings(150 * MI), at(61)).memory);
         assert!(!t.update(&cfg, &readings(50 * MI), at(62)).memory);

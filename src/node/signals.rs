@@ -69,10 +69,10 @@ pub type Readings = [Option<(i64, i64)>; 6];
 
 /// Reads every signal. `image_fs` is a directory on the image filesystem.
 pub fn read(cfg: &Config, capacity: &Resources, image_fs: &Path) -> Readings {
-    let meminfo = crate::bounded::read_to_string(Path::new("/proc/meminfo"), 64 << 10)
-        .unwrap_or_default();
-    let loadavg = crate::bounded::read_to_string(Path::new("/proc/loadavg"), 4 << 10)
-        .unwrap_or_default();
+    let meminfo =
+        crate::bounded::read_to_string(Path::new("/proc/meminfo"), 64 << 10).unwrap_or_default();
+    let loadavg =
+        crate::bounded::read_to_string(Path::new("/proc/loadavg"), 4 << 10).unwrap_or_default();
     let nodefs_dir = if cfg.pods_dir.exists() {
         &cfg.pods_dir
     } else {
