@@ -10,9 +10,11 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod eviction;
 mod node_resources;
 mod units;
-pub use node_resources::{eviction_threshold, reserved, CgroupDriver, Reserved, Threshold};
+pub use eviction::{eviction_threshold, soft_threshold, Threshold, SIGNALS};
+pub use node_resources::{reserved, CgroupDriver, Reserved};
 use units::{bytes, duration};
 pub use units::{format_duration, parse_duration, parse_size, BadDuration, BadSize};
 
@@ -134,9 +136,19 @@ pub struct Config {
     /// `["pods"]`: the pods' parent cgroup is limited to node allocatable; `["none"]`
     /// or `[]`: allocatable is only reported.
     pub enforce_node_allocatable: Vec<String>,
-    /// kubelet's hard eviction thresholds: `memory.available`, `nodefs.available`,
-    /// `pid.available` as a quantity or a percentage of capacity.
+    /// kubelet's hard eviction thresholds by signal (`memory.available`,
+    /// `nodefs.available`, `nodefs.inodesFree`, `imagefs.available`,
+    /// `imagefs.inodesFree`, `pid.available`): a quantity or a percentage of capacity.
     pub eviction_hard: std::collections::BTreeMap<String, String>,
+    /// Soft thresholds: met only once the signal stayed below for its grace period.
+    pub eviction_soft: std::collections::BTreeMap<String, String>,
+    /// The grace period of each soft threshold (a duration).
+    pub eviction_soft_grace_period: std::collections::BTreeMap<String, String>,
+    /// The most seconds a pod evicted on a soft threshold is given to stop.
+    pub eviction_max_pod_grace_period: i64,
+    /// How long a pressure condition stays true after its signal cleared.
+    #[serde(with = "duration")]
+    pub eviction_pressure_transition_period: Duration,
     /// The cluster uplink; absent means local-only (pods from `apply` and manifest
     /// directories only). Needs a build with the `uplink` feature.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -212,7 +224,11 @@ impl Default for Config {
             system_reserved: Reserved::new(),
             kube_reserved: Reserved::new(),
             enforce_node_allocatable: vec!["pods".into()],
-            eviction_hard: node_resources::default_eviction_hard(),
+            eviction_hard: eviction::default_eviction_hard(),
+            eviction_soft: Default::default(),
+            eviction_soft_grace_period: Default::default(),
+            eviction_max_pod_grace_period: 0,
+            eviction_pressure_transition_period: eviction::DEFAULT_TRANSITION_PERIOD,
             api_server: None,
         }
     }
@@ -359,6 +375,7 @@ impl Config {
         }
         self.status_socket_address()?;
         node_resources::validate(self)?;
+        eviction::validate(self)?;
         match &self.api_server {
             #[cfg(not(feature = "uplink"))]
             Some(_) => err(

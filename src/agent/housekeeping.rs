@@ -1,19 +1,20 @@
 //! Runs the garbage collectors on their periods, as tasks beside the sync loop so a slow
 //! pass never delays the PLEG: image GC (`imageGC.period`), container GC with on-disk
 //! leftovers (`containerGC.period`) and container log rotation (every 10 s, kubelet's
-//! log manager period). A pass never overlaps itself; a failed pass is logged and the
+//! log manager period), and the node pressure check (every 10 s, see
+//! [`super::pressure_check`]). A pass never overlaps itself; a failed pass is logged and the
 //! next one retries. On the container GC period it also measures disk emptyDirs against
 //! their `sizeLimit` (inline: a bounded directory walk, see `gc::empty_dir_limit`). The sync loop hands over the desired pods, since only it knows
 //! which pods exist.
 
 use super::context::Context;
+use super::pressure_check::{Eviction, PressureCheck};
 use crate::gc::container;
 use crate::gc::empty_dir_limit::SizeLimits;
 use crate::gc::image::ImageGc;
 use crate::gc::logs::LogRotator;
 use crate::model::Pod;
-use crate::node::eviction::{self, Candidate};
-use crate::node::pressure;
+use crate::node::signals::Resource;
 use smol::Task;
 use std::collections::HashSet;
 use std::rc::Rc;
@@ -54,8 +55,7 @@ pub struct Housekeeping {
     next_container: Instant,
     next_rotation: Instant,
     next_pressure: Instant,
-    /// Pods already told to go (each is evicted once).
-    evicted: HashSet<String>,
+    pressure: PressureCheck,
 }
 
 impl Housekeeping {
@@ -77,18 +77,23 @@ impl Housekeeping {
             next_container: now + cfg.container_gc.period,
             next_rotation: now + ROTATION_PERIOD,
             next_pressure: now + ROTATION_PERIOD,
-            evicted: HashSet::new(),
+            pressure: PressureCheck::new(cfg),
         }
     }
 
     /// Starts the passes that are due. `desired` must be the complete desired set.
-    /// Returns the pod to evict (UID, message) when memory runs short.
-    pub async fn tick(&mut self, ctx: &Rc<Context>, desired: &[&Pod]) -> Option<(String, String)> {
+    /// Returns the pod to evict when memory runs short. Under disk pressure image GC
+    /// runs at once, and frees every image it may while a disk threshold is met.
+    pub async fn tick(&mut self, ctx: &Rc<Context>, desired: &[&Pod]) -> Option<Eviction> {
         let now = Instant::now();
         let mut evict = None;
         if now >= self.next_pressure {
             self.next_pressure = now + ROTATION_PERIOD;
-            evict = self.pressure(ctx, desired, now);
+            let out = self.pressure.tick(ctx, desired, now).await;
+            if out.reclaim_images {
+                self.next_image = now;
+            }
+            evict = out.evict;
         }
         if now >= self.next_rotation {
             if let Some(mut rot) = self.rotator.take_idle().await {
@@ -127,6 +132,7 @@ impl Housekeeping {
                     .iter()
                     .flat_map(|p| p.all_containers().map(|c| c.image.clone()))
                     .collect();
+                gc.set_disk_pressure(ctx.pressure.get().met(Resource::Disk));
                 let ctx = ctx.clone();
                 self.image_gc = Slot::Busy(crate::rt::spawn(async move {
                     let refs: Vec<&str> = images.iter().map(String::as_str).collect();
@@ -142,49 +148,5 @@ impl Housekeeping {
             }
         }
         evict
-    }
-
-    /// Observes node pressure (kept in the context for the node status); under disk
-    /// pressure image GC runs at once, under memory pressure one pod is chosen to go.
-    fn pressure(
-        &mut self,
-        ctx: &Context,
-        desired: &[&Pod],
-        now: Instant,
-    ) -> Option<(String, String)> {
-        let p = pressure::observe(&ctx.cfg, &ctx.host.capacity);
-        let before = ctx.pressure.replace(p);
-        if (p.memory, p.disk, p.pid) != (before.memory, before.disk, before.pid) {
-            log::warn!(
-                "node pressure: memory {}, disk {}, pid {}",
-                p.memory,
-                p.disk,
-                p.pid
-            );
-        }
-        if p.disk && !before.disk {
-            self.next_image = now;
-        }
-        self.evicted
-            .retain(|uid| desired.iter().any(|d| d.metadata.uid == *uid));
-        if !p.memory {
-            return None;
-        }
-        let cgroups = ctx.cgroups.as_ref()?;
-        let candidates: Vec<Candidate> = desired
-            .iter()
-            .filter(|d| !self.evicted.contains(&d.metadata.uid))
-            .filter_map(|pod| {
-                let usage = cgroups.pod_memory_usage(pod)?;
-                Some(Candidate { pod, usage })
-            })
-            .collect();
-        let c = eviction::choose(&candidates)?;
-        let uid = c.pod.metadata.uid.clone();
-        self.evicted.insert(uid.clone());
-        Some((
-            uid,
-            eviction::message(&c, p.memory_available, p.memory_threshold),
-        ))
     }
 }

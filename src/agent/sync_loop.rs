@@ -170,9 +170,9 @@ impl SyncLoop {
                 .map(|w| &w.pod)
                 .collect();
             let evict = self.housekeeping.tick(&self.ctx, &desired).await;
-            if let Some((uid, message)) = evict {
-                if let Some(w) = self.workers.get(&uid) {
-                    let _ = w.tx.try_send(Msg::Evict(message));
+            if let Some(e) = evict {
+                if let Some(w) = self.workers.get(&e.uid) {
+                    let _ = w.tx.try_send(Msg::Evict(e.message, e.grace));
                 }
             }
         }

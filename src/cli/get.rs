@@ -6,7 +6,8 @@
 //!   node in the cluster it joined).
 //! - `get pod NS/NAME [-o json|yaml]`: one pod, with its last status.
 //! - `get configmaps|secrets [-A | -n NS] [-o json]`: NAME, (TYPE,) DATA, AGE.
-//! - `get node [-o json]`: node name, runtime endpoint, pod counts.
+//! - `get node [-o json]`: node name, runtime endpoint, pod counts, and the pressure
+//!   conditions (MemoryPressure, DiskPressure, PIDPressure) with the thresholds met.
 //!
 //! Without `-A` or `-n`, the namespace is `default`, as with kubectl. Exit 3 when a named
 //! object does not exist; an empty list prints kubectl's "No resources found" on stderr
@@ -366,6 +367,7 @@ fn node(cfg: &Config, store: &mut Store, format: Format) -> Result<(), CliError>
         .count();
     let name = cfg.effective_node_name();
     let version = format!("tinylet/v{}", env!("CARGO_PKG_VERSION"));
+    let pressure = crate::node::pressure_file::read(&cfg.state_dir);
     if matches!(format, Format::Json | Format::Yaml) {
         let v = serde_json::json!({
             "name": name,
@@ -373,6 +375,7 @@ fn node(cfg: &Config, store: &mut Store, format: Format) -> Result<(), CliError>
             "stateDir": cfg.state_dir,
             "manifestDirs": cfg.manifest_dirs,
             "pods": {"desired": pods.len(), "running": running, "firmware": firmware},
+            "conditions": pressure.map(|p| p.conditions).unwrap_or_default(),
             "version": version,
         });
         emit(&render(&v, format)?);
@@ -388,5 +391,25 @@ fn node(cfg: &Config, store: &mut Store, format: Format) -> Result<(), CliError>
         version,
     ]);
     emit(&table.render());
+    emit(&conditions_table(pressure.as_ref()));
     Ok(())
+}
+
+/// The pressure conditions under `get node`'s table, as the agent last decided them.
+fn conditions_table(p: Option<&crate::node::pressure_file::Recorded>) -> String {
+    let Some(p) = p else {
+        return "\nno pressure conditions yet (the agent writes them at its first \
+                pressure check, 10 s after start)\n"
+            .into();
+    };
+    let mut t = Table::new(&["CONDITION", "STATUS", "SINCE", "THRESHOLDS MET"]);
+    for c in &p.conditions {
+        t.row(vec![
+            c.kind.clone(),
+            c.status.clone(),
+            c.last_transition_time.clone(),
+            or_none(c.thresholds.join(",")),
+        ]);
+    }
+    format!("\n{}", t.render())
 }

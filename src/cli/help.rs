@@ -54,6 +54,7 @@ example: tinylet delete pod default/hello
   -n, --namespace NS       namespace (default: default)
   -A, --all-namespaces     every namespace
   -o, --output FORMAT      json, yaml, or wide (pods: IP, NODE, SOURCE)
+node: pod counts and the pressure conditions with the thresholds met
 example: tinylet get pods -A -o wide
 ",
     ),

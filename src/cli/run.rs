@@ -51,6 +51,12 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
         cfg.runtime_endpoint,
         cfg.state_dir.display()
     );
+    // kubelet's start check: reservations larger than the node are a config error.
+    match crate::node::check_reservations(&cfg, &host.capacity) {
+        Ok(None) => {}
+        Ok(Some(warning)) => log::warn!("{warning}"),
+        Err(e) => return Err(CliError::failed(e.to_string())),
+    }
     let cgroups = crate::node::PodCgroups::setup(&cfg, &host.capacity);
     let ctx = Rc::new(Context {
         cgroups,

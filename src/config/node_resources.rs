@@ -27,79 +27,8 @@ pub type Reserved = BTreeMap<String, Quantity>;
 /// The resource names a reservation may hold (kubelet's; no ephemeral-storage here).
 const RESERVABLE: [&str; 3] = ["cpu", "memory", "pid"];
 
-/// The eviction signals tinylet watches (kubelet's names).
-const SIGNALS: [&str; 3] = ["memory.available", "nodefs.available", "pid.available"];
-
-/// kubelet's hard eviction thresholds (`pid.available` is tinylet's: 10 % of the
-/// node's pids, which scales with a small board's `threads-max`).
-pub fn default_eviction_hard() -> BTreeMap<String, String> {
-    [
-        ("memory.available", "100Mi"),
-        ("nodefs.available", "10%"),
-        ("pid.available", "10%"),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect()
-}
-
-/// A threshold of `evictionHard`: an amount, or a percentage of the capacity.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Threshold {
-    /// Bytes or pids.
-    Amount(i64),
-    /// Percent of capacity.
-    Percent(f64),
-}
-
-impl Threshold {
-    /// Parses `"100Mi"`, `"500"` or `"10%"`.
-    pub fn parse(s: &str) -> Option<Threshold> {
-        match s.strip_suffix('%') {
-            Some(p) => p
-                .parse::<f64>()
-                .ok()
-                .filter(|p| (0.0..=100.0).contains(p))
-                .map(Threshold::Percent),
-            None => Quantity::parse(s)
-                .ok()
-                .filter(|q| q.nanos() >= 0)
-                .map(|q| Threshold::Amount(q.value())),
-        }
-    }
-
-    /// The amount below which `capacity` is under pressure.
-    pub fn amount(self, capacity: i64) -> i64 {
-        match self {
-            Threshold::Amount(a) => a,
-            Threshold::Percent(p) => (capacity as f64 * p / 100.0) as i64,
-        }
-    }
-}
-
-/// The threshold of `signal` in `evictionHard`, if set.
-pub fn eviction_threshold(cfg: &Config, signal: &str) -> Option<Threshold> {
-    cfg.eviction_hard
-        .get(signal)
-        .and_then(|s| Threshold::parse(s))
-}
-
 /// Checks the reservations and `enforceNodeAllocatable`, naming the field at fault.
 pub fn validate(cfg: &Config) -> Result<(), ConfigError> {
-    for (k, v) in &cfg.eviction_hard {
-        if !SIGNALS.contains(&k.as_str()) {
-            return Err(ConfigError(format!(
-                "evictionHard.{k}: unknown signal; expected one of {}",
-                SIGNALS.join(", ")
-            )));
-        }
-        if Threshold::parse(v).is_none() {
-            return Err(ConfigError(format!(
-                "evictionHard.{k}: expected a quantity (\"100Mi\") or a percentage \
-                 (\"10%\"), got {v:?}"
-            )));
-        }
-    }
     for (field, map) in [
         ("systemReserved", &cfg.system_reserved),
         ("kubeReserved", &cfg.kube_reserved),
@@ -188,21 +117,6 @@ mod tests {
         assert!(e.0.starts_with("podsCgroupName: "), "{e}");
         let e = Config::parse(r#"{"cgroupRoot":"/x/../y"}"#).unwrap_err();
         assert!(e.0.starts_with("cgroupRoot: "), "{e}");
-        let e = Config::parse(r#"{"evictionHard":{"memory.available":"lots"}}"#).unwrap_err();
-        assert!(
-            e.0.starts_with("evictionHard.memory.available: expected"),
-            "{e}"
-        );
-        let e = Config::parse(r#"{"evictionHard":{"nodefs.inodesFree":"5%"}}"#).unwrap_err();
-        assert!(
-            e.0.starts_with("evictionHard.nodefs.inodesFree: unknown"),
-            "{e}"
-        );
-        let c = Config::default();
-        let t = eviction_threshold(&c, "memory.available").unwrap();
-        assert_eq!(t.amount(1 << 30), 100 << 20);
-        let t = eviction_threshold(&c, "nodefs.available").unwrap();
-        assert_eq!(t.amount(1000), 100);
         let e = Config::parse(r#"{"cgroupDriver":"cgroupv2"}"#).unwrap_err();
         assert!(e.0.starts_with("cgroupDriver: "), "{e}");
     }

@@ -5,6 +5,11 @@
 //! ListContainers; then, only when over a mark, ImageStatus for desired references that
 //! did not match a listed name, and RemoveImage per victim. A failed removal is logged and
 //! left for the next pass; it never stops the pass or the agent.
+//!
+//! Under disk pressure (a `nodefs`/`imagefs` eviction threshold met, see
+//! [`crate::node::pressure`]) a pass frees every image that may go, as kubelet's
+//! eviction manager reclaims with `DeleteUnusedImages`: in use, desired, pinned, the
+//! sandbox image and images younger than `minAge` still stay.
 
 use super::image_policy::{self, Candidate, Trigger, Usage};
 use super::image_records::{self, ImageRecords};
@@ -55,6 +60,7 @@ pub struct ImageGc {
     sandbox_image: String,
     state_dir: PathBuf,
     records: ImageRecords,
+    disk_pressure: bool,
 }
 
 impl ImageGc {
@@ -77,7 +83,13 @@ impl ImageGc {
                 unix_secs(SystemTime::now()),
                 &path.display().to_string(),
             ),
+            disk_pressure: false,
         }
+    }
+
+    /// Whether the next passes run under disk pressure (free all they may).
+    pub fn set_disk_pressure(&mut self, on: bool) {
+        self.disk_pressure = on;
     }
 
     /// Writes to the records file so far (for tests and benches).
@@ -111,15 +123,28 @@ impl ImageGc {
         };
         let usage = self.usage(cri).await?;
         report.usage = Some(usage);
-        report.to_free = image_policy::bytes_to_free(&self.cfg, usage);
+        report.to_free = if self.disk_pressure {
+            Some((u64::MAX, Trigger::DiskPressure))
+        } else {
+            image_policy::bytes_to_free(&self.cfg, usage)
+        };
         let Some((to_free, trigger)) = report.to_free else {
             return Ok(report);
         };
-        log::info!(
-            "image filesystem uses {} of {} bytes ({trigger:?}): freeing {to_free} bytes",
-            usage.used,
-            usage.capacity
-        );
+        if trigger == Trigger::DiskPressure {
+            log::info!(
+                "image filesystem uses {} of {} bytes, node under disk pressure: \
+                 freeing every unused image",
+                usage.used,
+                usage.capacity
+            );
+        } else {
+            log::info!(
+                "image filesystem uses {} of {} bytes ({trigger:?}): freeing {to_free} bytes",
+                usage.used,
+                usage.capacity
+            );
+        }
         let refs = desired_images
             .iter()
             .copied()
@@ -170,7 +195,7 @@ impl ImageGc {
             self.records.forget(id);
         }
         report.records_written |= self.save_records();
-        log_outcome(&report, to_free);
+        log_outcome(&report, to_free, trigger);
         Ok(report)
     }
 
@@ -227,13 +252,13 @@ impl ImageGc {
     }
 }
 
-fn log_outcome(r: &ImageGcReport, to_free: u64) {
+fn log_outcome(r: &ImageGcReport, to_free: u64, trigger: Trigger) {
     log::info!(
         "image GC: removed {} images, {} bytes freed",
         r.removed.len(),
         r.bytes_freed
     );
-    if r.bytes_freed < to_free {
+    if r.bytes_freed < to_free && trigger != Trigger::DiskPressure {
         log::warn!(
             "image GC: wanted to free {to_free} bytes but freed {} ({} removals failed); \
              everything else is in use, needed by a desired pod, pinned or younger than minAge",

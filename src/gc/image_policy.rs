@@ -35,6 +35,9 @@ pub enum Trigger {
     HighMark,
     /// Usage is above `maxBytes`.
     Budget,
+    /// The node is under disk pressure: every image that may go goes (kubelet's
+    /// `DeleteUnusedImages`), whatever the marks say.
+    DiskPressure,
 }
 
 /// Bytes to free this pass and why; `None` when usage is under both marks.

@@ -46,6 +46,76 @@ pub fn reserved_memory(cfg: &Config, capacity: i64) -> i64 {
     reserved(cfg, "memory").saturating_add(hard)
 }
 
+/// Below this much allocatable memory the agent warns at start. A pod needs, while a
+/// container is being made, runc's init process in its cgroup (the Go runtime's
+/// 6-10 MiB), then its pause container (~1 MiB) and the container itself; the arm-e2e
+/// board with 256 MB reservations on 128 MB (a few MiB left) had runc init OOM-killed.
+/// 32 MiB keeps room for runc init beside two or three small containers; the board
+/// configs leave 50 MiB (128 MB board) and more.
+pub const POD_MEMORY_FLOOR: i64 = 32 << 20;
+
+/// Reservations larger than the node: kubelet refuses to start on them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OverReserved {
+    /// `cpu`, `memory` or `pid`.
+    pub resource: &'static str,
+    /// What is held back, in millis (cpu), bytes or pids.
+    pub reserved: i64,
+    /// The node's capacity in the same unit.
+    pub capacity: i64,
+}
+
+impl std::fmt::Display for OverReserved {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let what = if self.resource == "memory" {
+            "systemReserved + kubeReserved + evictionHard memory.available"
+        } else {
+            "systemReserved + kubeReserved"
+        };
+        write!(
+            f,
+            "invalid node allocatable: {} reserved ({what}) is {}, more than the node's \
+             capacity of {}",
+            self.resource, self.reserved, self.capacity
+        )
+    }
+}
+
+impl std::error::Error for OverReserved {}
+
+/// kubelet's start check of the reservations: an error when they exceed the
+/// capacity; a warning (to log) when they leave the pods less than
+/// [`POD_MEMORY_FLOOR`].
+pub fn check_reservations(cfg: &Config, cap: &Resources) -> Result<Option<String>, OverReserved> {
+    let memory = reserved_memory(cfg, cap.memory);
+    for (resource, reserved, capacity) in [
+        ("cpu", reserved(cfg, "cpu"), cap.cpu_milli),
+        ("memory", memory, cap.memory),
+        ("pid", reserved(cfg, "pid"), cap.pids),
+    ] {
+        if reserved > capacity {
+            return Err(OverReserved {
+                resource,
+                reserved,
+                capacity,
+            });
+        }
+    }
+    let left = cap.memory - memory;
+    Ok((left < POD_MEMORY_FLOOR).then(|| {
+        format!(
+            "pods are left {} MiB of memory ({} MiB capacity less {} MiB of \
+             systemReserved + kubeReserved + evictionHard memory.available), under the \
+             {} MiB a pod needs to start beside runc's init: containers may be \
+             OOM-killed while they start",
+            left >> 20,
+            cap.memory >> 20,
+            memory >> 20,
+            POD_MEMORY_FLOOR >> 20
+        )
+    }))
+}
+
 /// The CPUs in a kernel CPU list (`0-3,6`). Read by hand: std's
 /// `available_parallelism` brings a cgroup quota parser of its own, kilobytes of flash.
 fn online_cpus(list: &str) -> i64 {
@@ -101,5 +171,45 @@ mod tests {
         assert!(Resources::capacity(1).pids > 0);
         assert_eq!(online_cpus("0-3,6\n"), 5);
         assert_eq!(online_cpus("0"), 1);
+    }
+
+    #[test]
+    fn reservations_over_capacity_refuse_and_a_thin_remainder_warns() {
+        let cap = Resources {
+            cpu_milli: 1000,
+            memory: 128 << 20,
+            pids: 2000,
+        };
+        let cfg = |json: &str| Config::parse(json).unwrap();
+        let fits = cfg(
+            r#"{"systemReserved":{"memory":"40Mi"},"kubeReserved":{"memory":"32Mi"},
+                           "evictionHard":{"memory.available":"12Mi"}}"#,
+        );
+        assert_eq!(check_reservations(&fits, &cap), Ok(None));
+        // 48 + 48 + 20 of 128: 12 MiB left, under the floor.
+        let thin = cfg(
+            r#"{"systemReserved":{"memory":"48Mi"},"kubeReserved":{"memory":"48Mi"},
+                           "evictionHard":{"memory.available":"20Mi"}}"#,
+        );
+        let w = check_reservations(&thin, &cap).unwrap().unwrap();
+        assert!(
+            w.starts_with("pods are left 12 MiB of memory (128 MiB"),
+            "{w}"
+        );
+        // The hard threshold counts: 100 + 100Mi (the default) is over 128.
+        let over = cfg(r#"{"systemReserved":{"memory":"100Mi"}}"#);
+        let e = check_reservations(&over, &cap).unwrap_err();
+        assert_eq!((e.resource, e.reserved), ("memory", 200 << 20));
+        assert!(
+            e.to_string().contains("evictionHard memory.available"),
+            "{e}"
+        );
+        let cpu = cfg(r#"{"systemReserved":{"cpu":"600m"},"kubeReserved":{"cpu":"500m"}}"#);
+        assert_eq!(check_reservations(&cpu, &cap).unwrap_err().resource, "cpu");
+        let pid = cfg(r#"{"kubeReserved":{"pid":"2001"},"evictionHard":{}}"#);
+        assert_eq!(check_reservations(&pid, &cap).unwrap_err().resource, "pid");
+        // Exactly the capacity is allowed (kubelet's rule), though it warns.
+        let all = cfg(r#"{"systemReserved":{"memory":"128Mi"},"evictionHard":{}}"#);
+        assert!(check_reservations(&all, &cap).unwrap().is_some());
     }
 }

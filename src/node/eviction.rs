@@ -3,10 +3,13 @@
 //! usage above the request. So best-effort pods (request 0) go before burstable ones
 //! over their requests, and a pod within its request goes last. Critical pods
 //! (`system-node-critical`, `system-cluster-critical`, the firmware's own) are never
-//! chosen. One pod per pass, as kubelet evicts one per interval.
+//! chosen. One pod per pass, as kubelet evicts one per interval. A hard threshold
+//! stops the pod at once; a soft one gives it its own grace period, at most
+//! `evictionMaxPodGracePeriod`.
 
 use crate::kuberuntime::resources::bytes;
 use crate::model::Pod;
+use std::time::Duration;
 
 /// kubelet's lowest critical priority (`system-cluster-critical`).
 const CRITICAL_PRIORITY: i32 = 2_000_000_000;
@@ -59,6 +62,17 @@ pub fn choose<'a>(candidates: &[Candidate<'a>]) -> Option<Candidate<'a>> {
             )
         })
         .copied()
+}
+
+/// How long an evicted pod is given to stop: nothing on a hard threshold (kubelet's
+/// override 0); on a soft one the pod's own grace period, at most `max_secs`
+/// (`evictionMaxPodGracePeriod`; kubelet before 1.27 gave the maximum even to a pod
+/// that asked for less, later ones the smaller of the two, as here).
+pub fn grace_period(pod_grace: Duration, soft: bool, max_secs: i64) -> Duration {
+    if !soft {
+        return Duration::ZERO;
+    }
+    pod_grace.min(Duration::from_secs(max_secs.max(0) as u64))
 }
 
 /// kubelet's eviction message for `c` when `available` bytes are left of `threshold`.
@@ -118,5 +132,10 @@ mod tests {
             m.starts_with("The node was low on resource: memory."),
             "{m}"
         );
+        let thirty = Duration::from_secs(30);
+        assert_eq!(grace_period(thirty, false, 60), Duration::ZERO);
+        assert_eq!(grace_period(thirty, true, 60), thirty);
+        assert_eq!(grace_period(thirty, true, 10), Duration::from_secs(10));
+        assert_eq!(grace_period(thirty, true, 0), Duration::ZERO);
     }
 }

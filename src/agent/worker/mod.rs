@@ -61,8 +61,8 @@ pub enum Msg {
     /// The pod is no longer desired: stop it with its grace period and remove it.
     Delete,
     /// The node is short of memory and chose this pod: it fails (`Evicted`, with this
-    /// message), its containers are killed and never restarted.
-    Evict(String),
+    /// message), its containers are killed with this grace period and never restarted.
+    Evict(String, std::time::Duration),
     /// The pod's desired file was damaged; the agent quarantined it and wrote the last
     /// good spec back. Said in the status (reason and message) until the spec changes.
     DesiredFileRestored(String),
@@ -98,6 +98,8 @@ struct Worker {
     deadline_exceeded: bool,
     /// The node evicted the pod (the message): Failed, killed, never restarted.
     evicted: Option<String>,
+    /// The grace period the eviction gave (kubelet's override of the pod's own).
+    evict_grace: Option<std::time::Duration>,
     /// The sync loop's last relist showed nothing of this pod on the runtime, and only
     /// this worker makes things for its uid: the first sync needs not ask again.
     known_absent: bool,
@@ -159,6 +161,7 @@ pub fn spawn(ctx: Rc<Context>, pod: Pod, known_absent: bool) -> (Sender<Msg>, sm
         probes: PodProbes::default(),
         deadline_exceeded: false,
         evicted: None,
+        evict_grace: None,
         known_absent,
         first_sync: true,
         store_note: None,
@@ -222,11 +225,12 @@ impl Worker {
                     }
                     Msg::DesiredFileRestored(note) => self.store_note = Some(note),
                     Msg::Wake => {}
-                    Msg::Evict(message) => {
+                    Msg::Evict(message, grace) => {
                         if self.evicted.is_none() && self.terminal.is_none() {
                             log::warn!("pod {}: evicted: {message}", self.name());
                             self.probes.stop_all();
                             self.evicted = Some(message);
+                            self.evict_grace = Some(grace);
                         }
                     }
                     Msg::Delete => {

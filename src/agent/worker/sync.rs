@@ -240,7 +240,9 @@ impl Worker {
             "pod {}: stopping the pod's containers and sandbox",
             self.name()
         );
-        let grace = kill::grace_period(&self.pod);
+        let grace = self
+            .evict_grace
+            .unwrap_or_else(|| kill::grace_period(&self.pod));
         kill::stop_pod(&self.ctx, Some(&self.pod), observed, grace).await;
         true
     }

@@ -150,9 +150,9 @@ pub fn priors_from_json(conditions: &Value) -> Vec<PriorCondition> {
         .unwrap_or_default()
 }
 
-/// Pressure signals. tinylet has no eviction thresholds (kubelet's `evictionHard`
-/// empty), so the agent never reports pressure, exactly as kubelet without thresholds;
-/// a future eviction module sets these.
+/// The pressure conditions as the agent's pressure check decided them (the same ones
+/// `tinylet get node` shows; see [`crate::node::pressure`]): true while a threshold is
+/// met and for `evictionPressureTransitionPeriod` after.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Pressure {
     /// Memory pressure.
