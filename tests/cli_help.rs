@@ -2,20 +2,10 @@
 //! help, no silent defaults (a missing default config is said; `run` refuses it), the
 //! read-only commands creating no directories, `check-config` naming the node.
 
+mod cli_support;
+
+use cli_support::{output as tinylet, text, Scratch};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn tinylet(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tinylet"))
-        .args(args)
-        .env_remove("RUST_LOG")
-        .output()
-        .unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 const COMMANDS: &[&str] = &[
     "run",
@@ -108,14 +98,6 @@ fn top_level_help_lists_commands_global_flags_and_the_exec_rule() {
     assert!(text(&out.stderr).starts_with("usage: tinylet"));
 }
 
-struct Scratch(PathBuf);
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// Every path under `dir` (the directory included).
 fn tree(dir: &Path) -> Vec<PathBuf> {
     let mut out = vec![dir.to_path_buf()];
@@ -130,8 +112,7 @@ fn tree(dir: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn read_only_commands_create_no_directories() {
-    let s = Scratch(std::env::temp_dir().join(format!("tinylet-ro-{}", std::process::id())));
-    std::fs::create_dir_all(&s.0).unwrap();
+    let s = Scratch::new("ro");
     let (state, logs) = (s.0.join("state"), s.0.join("logs"));
     let config = s.0.join("config.json");
     let cfg = serde_json::json!({
@@ -192,8 +173,7 @@ fn a_missing_default_config_is_said_and_refused_by_run() {
 
 #[test]
 fn check_config_prints_the_effective_node_name() {
-    let s = Scratch(std::env::temp_dir().join(format!("tinylet-node-{}", std::process::id())));
-    std::fs::create_dir_all(&s.0).unwrap();
+    let s = Scratch::new("node");
     let f = s.0.join("c.json");
     std::fs::write(&f, "{}").unwrap();
     let out = tinylet(&["check-config", f.to_str().unwrap()]);

@@ -1,23 +1,21 @@
 //! `tinylet logs` as an operator uses it: the built binary on a scratch state directory
 //! holding a pod, with CRI log files laid out as the runtime and log rotation leave them.
 
+mod cli_support;
+
+use cli_support::*;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 use tinylet::model::Object;
 use tinylet::store::{Kind, Store};
 
-struct Scratch {
-    dir: PathBuf,
+/// A scratch state directory holding pod default/web, and where its logs go.
+struct PodLogs {
+    _dir: Scratch,
     config: String,
     pod_dir: PathBuf,
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
 }
 
 const POD: &str = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"default"},
@@ -25,12 +23,10 @@ const POD: &str = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","n
           "containers":[{"name":"app","image":"busybox"},{"name":"side","image":"busybox"}]}}"#;
 
 /// A state dir with pod default/web stored, a config naming it, and the pod's log dir.
-fn scratch(tag: &str) -> Scratch {
-    let dir = std::env::temp_dir().join(format!("tinylet-cli-logs-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let (state, logs) = (dir.join("state"), dir.join("logs"));
-    let config = dir.join("config.json");
+fn scratch(tag: &str) -> PodLogs {
+    let dir = Scratch::new(&format!("logs-{tag}"));
+    let (state, logs) = (dir.0.join("state"), dir.0.join("logs"));
+    let config = dir.0.join("config.json");
     let cfg = format!(
         r#"{{"stateDir":{:?},"podLogsDir":{:?},"manifestDirs":[]}}"#,
         state.display().to_string(),
@@ -51,9 +47,9 @@ fn scratch(tag: &str) -> Scratch {
     };
     assert!(!uid.is_empty());
     let pod_dir = logs.join(format!("default_web_{uid}"));
-    Scratch {
+    PodLogs {
         config: config.display().to_string(),
-        dir,
+        _dir: dir,
         pod_dir,
     }
 }
@@ -70,23 +66,16 @@ fn write(p: &Path, text: &str) {
     std::fs::write(p, text).unwrap();
 }
 
-fn logs(s: &Scratch, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tinylet"))
-        .arg("logs")
-        .args(args)
-        .args(["--config", &s.config])
-        .env_remove("RUST_LOG")
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+fn logs(s: &PodLogs, args: &[&str]) -> (i32, String, String) {
+    let mut all = vec!["logs"];
+    all.extend(args);
+    all.extend(["--config", &s.config]);
+    let out = run(&all, "");
+    (out.code, out.stdout, out.stderr)
 }
 
 /// Instance 0 (dead) and instance 1 (rotated once, a partial line across the rotation).
-fn lay_out(s: &Scratch) {
+fn lay_out(s: &PodLogs) {
     let app = s.pod_dir.join("app");
     write(
         &app.join("0.log"),
@@ -204,7 +193,7 @@ impl Lines {
 fn follow_sees_new_lines_and_rotation_and_ends_on_restart() {
     let s = scratch("follow");
     lay_out(&s);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tinylet"))
+    let mut child = command()
         .args([
             "logs",
             "default/web",

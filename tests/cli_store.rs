@@ -1,84 +1,13 @@
 //! `tinylet apply|get|delete` as an operator or a script uses them: the built binary on
 //! a scratch state directory, checking output, exit codes and what lands on disk.
 
-use std::io::Write;
+mod cli_support;
+
+use cli_support::*;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
 use tinylet::model::PodStatus;
 use tinylet::store::Store;
-
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(tag: &str) -> Scratch {
-        let d = std::env::temp_dir().join(format!("tinylet-cli-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        Scratch(d)
-    }
-    fn state(&self) -> String {
-        self.0.join("state").display().to_string()
-    }
-    fn file(&self, name: &str, text: &str) -> String {
-        let p = self.0.join(name);
-        std::fs::write(&p, text).unwrap();
-        p.display().to_string()
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-/// Runs tinylet with `args`, feeding `stdin`.
-fn run(args: &[&str], stdin: &str) -> Out {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tinylet"))
-        .args(args)
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into(),
-        stderr: String::from_utf8_lossy(&out.stderr).into(),
-    }
-}
-
-/// Runs `tinylet CMD... --state-dir STATE --config CONFIG`.
-fn tl(s: &Scratch, args: &[&str]) -> Out {
-    tl_in(s, args, "")
-}
-
-fn tl_in(s: &Scratch, args: &[&str], stdin: &str) -> Out {
-    let state = s.state();
-    let config = s.0.join("config.json");
-    if !config.exists() {
-        std::fs::write(&config, "{\"manifestDirs\":[]}").unwrap();
-    }
-    let config = config.display().to_string();
-    let mut all: Vec<&str> = args.to_vec();
-    all.extend(["--state-dir", &state, "--config", &config]);
-    run(&all, stdin)
-}
 
 fn pod_json(name: &str, image: &str) -> String {
     format!(

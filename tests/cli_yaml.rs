@@ -4,87 +4,14 @@
 //! the file, document and field, and a hostile-YAML corpus refused within a time and an
 //! address-space bound.
 
-use std::io::Write;
+mod cli_support;
+
+use cli_support::*;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use tinylet::model::manifests::{parse_manifests, Format};
 use tinylet::model::parse_object;
 use tinylet::model::yaml::{parse_document, to_yaml, LIMITS};
-
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(tag: &str) -> Scratch {
-        let d = std::env::temp_dir().join(format!("tinylet-yaml-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        Scratch(d)
-    }
-    /// A scratch directory with a config of no manifest directories.
-    fn with_config(tag: &str) -> Scratch {
-        let s = Scratch::new(tag);
-        s.file("config.json", "{\"manifestDirs\":[]}");
-        s
-    }
-    fn path(&self, name: &str) -> String {
-        self.0.join(name).display().to_string()
-    }
-    fn file(&self, name: &str, text: &str) -> String {
-        let p = self.0.join(name);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(&p, text).unwrap();
-        p.display().to_string()
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-/// `tinylet ARGS --state-dir S/state --config S/config.json` (under `prefix`, e.g.
-/// prlimit), with `stdin`.
-fn tl_with(prefix: &[&str], s: &Scratch, args: &[&str], stdin: &[u8]) -> Out {
-    let (state, config) = (s.path("state"), s.path("config.json"));
-    let bin = env!("CARGO_BIN_EXE_tinylet");
-    let mut words: Vec<&str> = prefix.to_vec();
-    words.push(bin);
-    words.extend(args);
-    words.extend(["--state-dir", &state, "--config", &config]);
-    let mut child = Command::new(words[0])
-        .args(&words[1..])
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut input = child.stdin.take().unwrap();
-    // A writer thread: a large input must not deadlock against unread output.
-    let stdin = stdin.to_vec();
-    let writer = std::thread::spawn(move || {
-        let _ = input.write_all(&stdin);
-    });
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into(),
-        stderr: String::from_utf8_lossy(&out.stderr).into(),
-    }
-}
-
-fn tl(s: &Scratch, args: &[&str]) -> Out {
-    tl_with(&[], s, args, b"")
-}
 
 /// The repository's JSON manifests that are meant to be accepted.
 fn example_manifests() -> Vec<PathBuf> {

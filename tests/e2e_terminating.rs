@@ -1,7 +1,8 @@
 //! `get pods` after `delete` on a real containerd: the pod is listed as `Terminating`
 //! while its containers are still being stopped (a container that ignores SIGTERM holds
-//! it for the grace period), then disappears once the runtime holds nothing of it. Also:
-//! the agent's log lines start with an RFC 3339 UTC time with milliseconds.
+//! it for the grace period), and `get pod -o json` shows its deletionTimestamp, until
+//! the runtime holds nothing of it. Also: the agent's log lines start with an RFC 3339
+//! UTC time with milliseconds.
 
 mod agent_support;
 mod common;
@@ -53,6 +54,23 @@ fn deleted_pod_is_terminating_until_its_containers_are_gone() {
     let seen = row(&n, "ending", false).expect("listed right after delete");
     assert_eq!(seen[2], "Terminating", "{seen:?}");
     assert!(!cri.containers(&uid).is_empty(), "containers already gone");
+    // `get pod -o json` shows it as kubectl shows a pod being deleted, spec included:
+    // the agent records the deletion (deletionTimestamp: the end of the grace period)
+    // as it begins stopping the pod.
+    let name = format!("{NS}/ending");
+    let v = wait_for(
+        "deletionTimestamp in get pod -o json",
+        Duration::from_secs(10),
+        || {
+            let out = n.tinylet(&["get", "pod", &name, "-o", "json"]);
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+            (!v["metadata"]["deletionTimestamp"].is_null()).then_some(v)
+        },
+    );
+    assert_eq!(v["metadata"]["deletionGracePeriodSeconds"], 5, "{v}");
+    assert_eq!(v["metadata"]["uid"], uid.as_str(), "{v}");
+    assert_eq!(v["spec"]["containers"][0]["name"], "stubborn", "{v}");
+    assert!(!cri.containers(&uid).is_empty(), "containers already gone");
     wait_for("the pod leaves get pods", Duration::from_secs(40), || {
         row(&n, "ending", false).is_none().then_some(())
     });
@@ -60,6 +78,8 @@ fn deleted_pod_is_terminating_until_its_containers_are_gone() {
         cri.containers(&uid).is_empty() && cri.sandboxes(&uid).is_empty(),
         "get pods dropped the pod while the runtime still holds it"
     );
+    let gone = n.tinylet(&["get", "pod", &name, "-o", "json"]);
+    assert_eq!(gone.status.code(), Some(3), "{gone:?}");
 
     let log = std::fs::read_to_string(n.agent_log_path()).unwrap();
     let first = log.lines().next().expect("the agent logged");

@@ -3,8 +3,11 @@
 //! - `get pods [NAME...] [-A | -n NS] [-o json|yaml|wide]`: NAMESPACE (with `-A`), NAME,
 //!   READY, STATUS, RESTARTS, AGE from the store and the status files; `wide` adds IP,
 //!   NODE and SOURCE (`state`, the firmware manifest file, or `cluster`: bound to this
-//!   node in the cluster it joined).
-//! - `get pod NS/NAME [-o json|yaml]`: one pod, with its last status.
+//!   node in the cluster it joined, or `deleted`). Pods being deleted are listed as
+//!   `Terminating` ([`terminating`]), pods whose desired file is damaged as
+//!   `DesiredFileDamaged` ([`damaged`]).
+//! - `get pod NS/NAME [-o json|yaml]`: one pod, with its last status (a pod being
+//!   deleted with its deletionTimestamp; a damaged one is an error naming its file).
 //! - `get configmaps|secrets [-A | -n NS] [-o json]`: NAME, (TYPE,) DATA, AGE.
 //! - `get node [-o json]`: node name, runtime endpoint, pod counts, and the pressure
 //!   conditions (MemoryPressure, DiskPressure, PIDPressure) with the thresholds met.
@@ -14,6 +17,7 @@
 //! and exits 0.
 
 use super::args::Args;
+use super::damaged;
 use super::output::{age, emit};
 use super::pod_summary::summarize;
 use super::table::Table;
@@ -21,7 +25,7 @@ use super::terminating::{self, Terminating};
 use super::{load_config, CliError};
 use crate::config::Config;
 use crate::model::meta::DEFAULT_NAMESPACE;
-use crate::model::{Object, Pod};
+use crate::model::{Object, Pod, PodStatus};
 use crate::store::{Entry, Kind, Origin, Store};
 use std::time::SystemTime;
 
@@ -82,20 +86,24 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
             "unknown resource type {resource:?}; expected pods, configmaps, secrets or node"
         ))
     })?;
-    let entries = select(&mut store, kind, &scope, names, namespace)?;
+    let (entries, mut ending) = select(&mut store, kind, &scope, names, namespace)?;
     let now = SystemTime::now();
-    let ending = match (kind, scope, format) {
-        (Kind::Pod, Scope::All, Format::Table | Format::Wide) if names.is_empty() => {
-            terminating::list(&store, None, &entries)
-        }
-        (Kind::Pod, Scope::One(ns), Format::Table | Format::Wide) if names.is_empty() => {
-            terminating::list(&store, Some(ns), &entries)
-        }
-        _ => Vec::new(),
-    };
+    // Listing pods: also those deleted but still stopping, and those whose desired file
+    // is damaged (the store's list leaves both out).
+    let mut damaged = Vec::new();
+    if kind == Kind::Pod && names.is_empty() {
+        let ns = match scope {
+            Scope::All => None,
+            Scope::One(ns) => Some(ns),
+        };
+        damaged = damaged::list(&store, ns);
+        ending = terminating::list(&store, ns, &entries, &damaged);
+    }
     match format {
-        Format::Json | Format::Yaml => print_object(&store, &entries, names.len() == 1, format),
-        _ if entries.is_empty() && ending.is_empty() => {
+        Format::Json | Format::Yaml => {
+            print_object(&store, &entries, &ending, names.len() == 1, format)
+        }
+        _ if entries.is_empty() && ending.is_empty() && damaged.is_empty() => {
             match scope {
                 Scope::All => eprintln!("No resources found"),
                 Scope::One(ns) => eprintln!("No resources found in {ns} namespace."),
@@ -108,7 +116,7 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
                 Kind::Pod => {
                     let node = (f == Format::Wide).then(|| cfg.effective_node_name());
                     let mut t = pod_table(&store, &entries, all, node.as_deref(), now);
-                    ending_rows(&mut t, &ending, all, node.as_deref(), now);
+                    unlisted_rows(&mut t, &ending, &damaged, all, node.as_deref(), now);
                     t
                 }
                 _ => data_table(&entries, all, now),
@@ -126,27 +134,40 @@ fn select(
     scope: &Scope,
     names: &[String],
     namespace: Option<&str>,
-) -> Result<Vec<Entry>, CliError> {
+) -> Result<(Vec<Entry>, Vec<Terminating>), CliError> {
     if names.is_empty() {
-        return Ok(store
+        let entries = store
             .list(kind)
             .into_iter()
             .filter(|e| match scope {
                 Scope::All => true,
                 Scope::One(ns) => e.object.namespace() == *ns,
             })
-            .collect());
+            .collect();
+        return Ok((entries, Vec::new()));
     }
-    let mut out = Vec::new();
+    let (mut out, mut ending) = (Vec::new(), Vec::new());
     for n in names {
         let (ns, name) = split_ref(n, namespace)?;
         match store.get(kind, &ns, &name) {
             Ok(Some(e)) => out.push(e),
+            Ok(None) if kind == Kind::Pod => ending.push(unlisted_pod(store, &ns, &name)?),
             Ok(None) => return Err(CliError::not_found(format!("{kind} {ns}/{name} not found"))),
             Err(e) => return Err(CliError::usage(e.to_string())),
         }
     }
-    Ok(out)
+    Ok((out, ending))
+}
+
+/// A named pod the store does not list: one being deleted, else an error saying that
+/// its desired file is damaged or that there is no such pod.
+fn unlisted_pod(store: &Store, ns: &str, name: &str) -> Result<Terminating, CliError> {
+    let damaged = damaged::list(store, Some(ns));
+    if let Some(d) = damaged.iter().find(|d| d.file.name == name) {
+        return Err(CliError::failed(d.message()));
+    }
+    terminating::find(store, ns, name)
+        .ok_or_else(|| CliError::not_found(format!("pod {ns}/{name} not found")))
 }
 
 /// Splits `NS/NAME` (or `NAME`, in `namespace` or `default`).
@@ -225,27 +246,64 @@ fn pod_table(
     table
 }
 
-/// Rows for pods still terminating (deleted, containers not yet gone), after the others.
-fn ending_rows(
+/// Rows for pods known from their status alone, after the others: those being deleted
+/// (SOURCE `deleted`) and those whose desired file is damaged (SOURCE `state`).
+fn unlisted_rows(
     table: &mut Table,
     ending: &[Terminating],
+    damaged: &[damaged::Damaged],
     all: bool,
     node: Option<&str>,
     now: SystemTime,
 ) {
-    for t in ending {
+    let rows = ending
+        .iter()
+        .map(|t| StatusRow {
+            ns: &t.namespace,
+            name: &t.name,
+            columns: t.columns(now),
+            status: Some(&t.status),
+            source: "deleted",
+        })
+        .chain(damaged.iter().map(|d| StatusRow {
+            ns: &d.file.namespace,
+            name: &d.file.name,
+            columns: d.columns(now),
+            status: d.status.as_ref(),
+            source: "state",
+        }));
+    for r in rows {
+        table.row(r.cells(all, node));
+    }
+}
+
+/// A `get pods` row of a pod known from its status alone.
+struct StatusRow<'a> {
+    ns: &'a str,
+    name: &'a str,
+    /// READY, STATUS, RESTARTS, AGE.
+    columns: [String; 4],
+    status: Option<&'a PodStatus>,
+    /// The SOURCE column.
+    source: &'a str,
+}
+
+impl StatusRow<'_> {
+    /// The cells; `node` (the name the agent uses) adds the wide columns.
+    fn cells(self, all: bool, node: Option<&str>) -> Vec<String> {
         let mut row = Vec::new();
         if all {
-            row.push(t.namespace.clone());
+            row.push(self.ns.to_string());
         }
-        row.push(t.name.clone());
-        row.extend(t.columns(now));
+        row.push(self.name.to_string());
+        row.extend(self.columns);
         if let Some(node) = node {
-            row.push(or_none(t.status.pod_ip.clone()));
+            let ip = self.status.map(|s| s.pod_ip.clone()).unwrap_or_default();
+            row.push(or_none(ip));
             row.push(or_none(node.to_string()));
-            row.push("deleted".into());
+            row.push(self.source.into());
         }
-        table.row(row);
+        row
     }
 }
 
@@ -305,11 +363,13 @@ fn source(origin: &Origin) -> String {
 fn print_object(
     store: &Store,
     entries: &[Entry],
+    ending: &[Terminating],
     single: bool,
     format: Format,
 ) -> Result<(), CliError> {
     // Through compact text rather than `to_value`: the objects' one serializer (see
     // `model::pretty`); a `Value` sorts keys either way.
+    let ending = ending.iter().map(|t| serde_json::to_vec(&t.to_pod()));
     let items: Vec<serde_json::Value> = entries
         .iter()
         .map(|e| {
@@ -321,8 +381,10 @@ fn print_object(
                 }
                 other => other.to_json(),
             };
-            serde_json::from_slice(&json?)
+            json
         })
+        .chain(ending)
+        .map(|json| serde_json::from_slice(&json?))
         .collect::<Result<_, _>>()
         .map_err(|e| CliError::failed(format!("encoding JSON: {e}")))?;
     let value = match (single, items.len()) {

@@ -8,6 +8,7 @@ pub mod apply;
 pub mod args;
 pub mod check_config;
 pub mod cri;
+pub mod damaged;
 pub mod delete;
 pub mod exec;
 pub mod get;

@@ -99,6 +99,15 @@ pub fn summarize(pod: &Pod, status: Option<&PodStatus>, now: SystemTime) -> Summ
     }
 }
 
+/// READY and RESTARTS from a status alone, for a pod whose spec cannot be shown
+/// (deleted, or its desired file damaged): the containers the status names.
+pub fn status_columns(status: Option<&PodStatus>) -> [String; 2] {
+    let c = status.map_or(&[][..], |s| &s.container_statuses[..]);
+    let ready = c.iter().filter(|s| s.ready).count();
+    let restarts: i64 = c.iter().map(|s| i64::from(s.restart_count)).sum();
+    [format!("{ready}/{}", c.len()), restarts.to_string()]
+}
+
 enum InitState {
     /// Finished successfully: look at the next init container.
     Done,

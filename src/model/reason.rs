@@ -61,6 +61,9 @@ pub enum Reason {
     OfflineImage,
     /// tinylet: the pod's desired file was damaged and set aside.
     DesiredFileQuarantined,
+    /// tinylet: the pod's desired file is there but cannot be read (`tinylet get`'s
+    /// STATUS until it is fixed, restored by the agent, or removed).
+    DesiredFileDamaged,
     /// tinylet: a cluster pod uses a field the agent does not implement.
     UnsupportedPodSpec,
     /// tinylet: a cluster pod has the name of a local pod.
@@ -69,7 +72,7 @@ pub enum Reason {
 
 impl Reason {
     /// Every reason, for [`Reason::parse`].
-    pub const ALL: [Reason; 25] = [
+    pub const ALL: [Reason; 26] = [
         Reason::CreateContainerConfigError,
         Reason::CreateContainerError,
         Reason::RunContainerError,
@@ -93,6 +96,7 @@ impl Reason {
         Reason::HostPathNotAllowed,
         Reason::OfflineImage,
         Reason::DesiredFileQuarantined,
+        Reason::DesiredFileDamaged,
         Reason::UnsupportedPodSpec,
         Reason::LocalPodNameConflict,
     ];
@@ -123,6 +127,7 @@ impl Reason {
             Reason::HostPathNotAllowed => "HostPathNotAllowed",
             Reason::OfflineImage => "OfflineImage",
             Reason::DesiredFileQuarantined => "DesiredFileQuarantined",
+            Reason::DesiredFileDamaged => "DesiredFileDamaged",
             Reason::UnsupportedPodSpec => "UnsupportedPodSpec",
             Reason::LocalPodNameConflict => "LocalPodNameConflict",
         }

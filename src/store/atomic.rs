@@ -193,6 +193,26 @@ pub fn read_optional(path: &Path) -> io::Result<Option<Vec<u8>>> {
     super::bounded::read_optional(path, MAX_FILE_BYTES)
 }
 
+/// The JSON `what` in the file at `path` (at most [`MAX_FILE_BYTES`] read);
+/// `None` when there is none or it cannot be read or parsed (logged: such files are
+/// derived data, shown or rewritten, never acted on).
+pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Option<T> {
+    let bytes = match read_optional(path) {
+        Ok(b) => b?,
+        Err(e) => {
+            log::warn!("{}: {e}", path.display());
+            return None;
+        }
+    };
+    match serde_json::from_slice(&bytes) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            log::warn!("{}: not {what}: {e}", path.display());
+            None
+        }
+    }
+}
+
 /// Opens `dir` for locking with [`lock_exclusive`].
 pub fn open_dir(dir: &Path) -> io::Result<File> {
     File::open(dir)

@@ -60,6 +60,7 @@
 
 pub mod agent_lock;
 pub mod atomic;
+mod deletion;
 /// Where the store's bounded reads come from (kept at this path for its callers).
 pub use crate::bounded;
 mod cluster;
@@ -93,6 +94,7 @@ use state_files::{Access, Damaged};
 use status::StatusFiles;
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 use watch::Watch;
 
 /// Where an effective object comes from.
@@ -142,6 +144,19 @@ pub struct DamagedPod {
     pub path: PathBuf,
     /// Why it cannot be used.
     pub reason: String,
+}
+
+impl DamagedPod {
+    /// The damaged file `d` of pod directory `dir`; `None` when its name is no pod's.
+    fn of(dir: &Path, d: Damaged) -> Option<DamagedPod> {
+        let (ns, name) = layout::parse_file_name(&d.file)?;
+        Some(DamagedPod {
+            namespace: ns.to_string(),
+            name: name.to_string(),
+            path: dir.join(&d.file),
+            reason: d.reason,
+        })
+    }
 }
 
 /// Index of the status directory in the store's watch (after the kind directories).
@@ -393,18 +408,22 @@ impl Store {
             .into_iter()
             .flat_map(|(tree, damaged)| {
                 let dir = tree.kind_dir(Kind::Pod);
-                damaged.into_iter().filter_map(move |d| {
-                    let (ns, name) = layout::parse_file_name(&d.file)?;
-                    Some(DamagedPod {
-                        namespace: ns.to_string(),
-                        name: name.to_string(),
-                        path: dir.join(&d.file),
-                        reason: d.reason,
-                    })
-                })
+                damaged
+                    .into_iter()
+                    .filter_map(move |d| DamagedPod::of(&dir, d))
             })
             .collect();
         DesiredPods { pods, damaged }
+    }
+
+    /// The local pods whose state file is there but cannot be used (read only: nothing
+    /// is moved).
+    pub fn damaged_local_pods(&self) -> Vec<DamagedPod> {
+        let dir = self.layout.kind_dir(Kind::Pod);
+        state_files::damaged(&self.layout, Kind::Pod)
+            .into_iter()
+            .filter_map(|d| DamagedPod::of(&dir, d))
+            .collect()
     }
 
     /// The valid pod files of one tree, and (unless read-only) its damaged ones.
@@ -555,6 +574,19 @@ impl Store {
             self.notify.mark(ns, name);
         }
         Ok(n > 0)
+    }
+
+    /// Records that `pod` is being deleted with `grace`, for `tinylet get` to show
+    /// while its containers stop (removed with its status, [`Store::remove_status`]).
+    pub fn record_deletion(&mut self, pod: &Pod, grace: Duration) -> Result<(), StoreError> {
+        self.check_writable()?;
+        self.bytes_written += self.status.record_deletion(pod, grace)?;
+        Ok(())
+    }
+
+    /// The pod `ns/name` as recorded when its deletion began, if it is being deleted.
+    pub fn deleted_pod(&self, ns: &str, name: &str) -> Option<Pod> {
+        self.status.deleted_pod(ns, name)
     }
 
     /// The last status written for pod `ns/name`.

@@ -217,6 +217,20 @@ pub fn list_keeping_damaged(layout: &Layout, kind: Kind) -> (Vec<Object>, Vec<Da
     (good, damaged)
 }
 
+/// The files of `kind` named for an object that cannot be used, and why; nothing is
+/// moved (for read-only readers: `tinylet get` shows such a pod as damaged rather than
+/// leaving it out).
+pub fn damaged(layout: &Layout, kind: Kind) -> Vec<Damaged> {
+    object_files(layout, kind)
+        .into_iter()
+        .filter(|file| layout::parse_file_name(file).is_some())
+        .filter_map(|file| match read(layout, kind, &file) {
+            Ok(Found::Bad { reason }) => Some(Damaged { file, reason }),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The object file names in the directory of `kind`, sorted (temp files and other
 /// names skipped); a missing directory has none, one that cannot be read is logged.
 fn object_files(layout: &Layout, kind: Kind) -> Vec<String> {

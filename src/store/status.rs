@@ -20,12 +20,14 @@
 //! one is read as absent (logged) and written again on the pod's next sync.
 
 use super::atomic;
+use super::deletion;
 use super::error::{IoContext, StoreError};
 use super::layout;
-use crate::model::PodStatus;
+use crate::model::{Pod, PodStatus};
 use std::collections::{BTreeSet, HashMap};
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// The status directory and what is known to be in it.
 pub struct StatusFiles {
@@ -99,28 +101,28 @@ impl StatusFiles {
     /// parse (logged; the agent rewrites it on its next sync).
     pub fn read(&self, ns: &str, name: &str) -> Option<PodStatus> {
         let file = layout::file_name(ns, name).ok()?;
-        let path = self.dir.join(file);
-        let bytes = match atomic::read_optional(&path) {
-            Ok(b) => b?,
-            Err(e) => {
-                log::warn!("{}: {e}", path.display());
-                return None;
-            }
-        };
-        match serde_json::from_slice(&bytes) {
-            Ok(s) => Some(s),
-            Err(e) => {
-                log::warn!("{}: not a pod status: {e}", path.display());
-                None
-            }
-        }
+        atomic::read_json(&self.dir.join(file), "a pod status")
     }
 
-    /// Removes the status of `ns/name`; false when there was none.
+    /// Removes the status of `ns/name` and its deletion record; false when there was
+    /// no status.
     pub fn remove(&mut self, ns: &str, name: &str) -> Result<bool, StoreError> {
         let file = layout::file_name(ns, name).map_err(|e| StoreError::Invalid(e.0))?;
         self.known.remove(&file);
-        atomic::remove_file(&self.dir, &file).at(&self.dir.join(&file))
+        let removed = atomic::remove_file(&self.dir, &file).at(&self.dir.join(&file))?;
+        deletion::remove(&self.dir, ns, name)?;
+        Ok(removed)
+    }
+
+    /// Records that `pod` is being deleted with `grace` ([`deletion`]); returns the
+    /// bytes written.
+    pub fn record_deletion(&mut self, pod: &Pod, grace: Duration) -> Result<u64, StoreError> {
+        deletion::write(&self.dir, pod, grace)
+    }
+
+    /// The pod `ns/name` as recorded when its deletion began, if it is being deleted.
+    pub fn deleted_pod(&self, ns: &str, name: &str) -> Option<Pod> {
+        deletion::read(&self.dir, ns, name)
     }
 
     /// `(namespace, name)` of every status file, so the agent can drop those of pods

@@ -18,6 +18,15 @@ impl Worker {
         let uid = self.pod.metadata.uid.clone();
         let grace = kill::grace_period(&self.pod);
         log::info!("pod {}: deleting (grace period {grace:?})", self.name());
+        // For `tinylet get`: the pod is shown as being deleted until its containers are gone.
+        if let Err(e) = self
+            .ctx
+            .store
+            .borrow_mut()
+            .record_deletion(&self.pod, grace)
+        {
+            log::warn!("pod {}: cannot record its deletion: {e}", self.name());
+        }
         loop {
             match observe::observe(&self.ctx, &uid).await {
                 Ok(o) => {
