@@ -67,7 +67,7 @@ install_debian() {
 		pkgs=(rustc cargo)
 		[ "$lint" = 0 ] || pkgs+=(rustfmt rust-clippy)
 	fi
-	say "installing Rust from the Debian archive (${pkgs[*]}); the first build then takes a few minutes"
+	say "installing Rust from the Debian archive (${pkgs[*]}); the first build then takes 5-20 minutes"
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}" >&2
 }
 
