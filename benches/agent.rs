@@ -9,6 +9,9 @@
 //! measured too, for comparison: at each memory point the musl agent is replaced by the
 //! glibc one, which adopts the running pods (no restart), and then back.
 //!
+//! The agent runs with its local status endpoint on (`statusAddress` on loopback): every
+//! feature a gateway would have on, short of the cluster uplink (bench-uplink's part).
+//!
 //! Phases, in order (`plegPeriod: 1s`):
 //! 1. Two warm-up pod starts issued directly (below), removed again.
 //! 2. Agent idle with 0 pods: VmHWM / VmRSS / RssAnon.
@@ -21,8 +24,11 @@
 //!    pods are removed after the 20th.
 //! 4. 30 more pods applied at once; memory at 50 running pods.
 //! 5. 50 pods idle for TINYLET_BENCH_IDLE_SECS (default 60): CPU time (utime + stime),
-//!    threads, and every file in the state directory created/changed/removed.
-//! 6. 5 pods whose container exits after ~1 s: time from the exit (finished_at) to the
+//!    threads, and every file in the state directory created/changed/removed (the
+//!    endpoint listens, nobody asks).
+//! 6. 20 rounds of GET /healthz, /metrics and /pods, a new connection each: the agent's
+//!    CPU per round and its peak RSS after them.
+//! 7. 5 pods whose container exits after ~1 s: time from the exit (finished_at) to the
 //!    restarted container's created_at, from ContainerStatus.
 //!
 //! Binary sizes: the glibc agent binary, and target/cross/TRIPLE/release/tinylet for the
@@ -56,6 +62,7 @@ const SETTLE: Duration = Duration::from_secs(3);
 const LATENCY_PODS: usize = 20;
 const TOTAL_PODS: usize = 50;
 const CRASH_PODS: usize = 5;
+const SCRAPES: u32 = 20;
 const STATIC_TARGETS: [&str; 3] = [
     "x86_64-unknown-linux-musl",
     "aarch64-unknown-linux-musl",
@@ -100,6 +107,20 @@ struct Report {
     apply: Vec<Duration>,
     direct: Vec<Duration>,
     restarts: Vec<Duration>,
+    scrape: Scrape,
+}
+
+/// The status endpoint asked as a fleet probe would, at 50 pods.
+#[derive(Default)]
+struct Scrape {
+    rounds: u32,
+    /// Agent CPU time for all rounds.
+    cpu: Duration,
+    /// Body sizes of the last round's /metrics and /pods.
+    metrics_bytes: usize,
+    pods_bytes: usize,
+    /// VmHWM after the rounds, KiB.
+    hwm: u64,
 }
 
 fn main() {
@@ -190,6 +211,8 @@ fn run() -> Result<(), String> {
     measure_mem(&mut node, &agents, &mut pid, TOTAL_PODS, &mut r)?;
     eprintln!("bench-agent: {TOTAL_PODS} pods idle for {window:?}");
     idle_window(&node, pid, &mut r)?;
+    eprintln!("bench-agent: {SCRAPES} scrapes of /healthz, /metrics and /pods");
+    r.scrape = scrape_phase(&node, pid)?;
     eprintln!("bench-agent: {CRASH_PODS} pods exiting after 1 s");
     r.restarts = restart_phase(&node, &cri)?;
     drop(node);
@@ -363,6 +386,47 @@ fn idle_window(node: &Node, pid: u32, r: &mut Report) -> Result<(), String> {
     Ok(())
 }
 
+/// CPU and peak memory of the status endpoint answering `SCRAPES` rounds of /healthz,
+/// /metrics and /pods (each a new connection, as Prometheus and curl make them).
+fn scrape_phase(node: &Node, pid: u32) -> Result<Scrape, String> {
+    let cpu0 = procfs::cpu_time(pid)?;
+    let mut s = Scrape::default();
+    for _ in 0..SCRAPES {
+        http_get(node.status, "/healthz")?;
+        s.metrics_bytes = http_get(node.status, "/metrics")?;
+        s.pods_bytes = http_get(node.status, "/pods")?;
+        s.rounds += 1;
+    }
+    s.cpu = procfs::cpu_time(pid)?.saturating_sub(cpu0);
+    s.hwm = procfs::vm_kib(pid, "VmHWM")?;
+    Ok(s)
+}
+
+/// GET `path` over HTTP/1.1 with `Connection: close`; the body's length on a 200.
+fn http_get(addr: std::net::SocketAddr, path: &str) -> Result<usize, String> {
+    use std::io::{Read as _, Write as _};
+    let err = |e: std::io::Error| format!("GET {path} from {addr}: {e}");
+    let mut c = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5)).map_err(err)?;
+    c.set_read_timeout(Some(Duration::from_secs(10)))
+        .map_err(err)?;
+    write!(
+        c,
+        "GET {path} HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n"
+    )
+    .map_err(err)?;
+    let mut answer = Vec::new();
+    c.read_to_end(&mut answer).map_err(err)?;
+    let text = String::from_utf8_lossy(&answer);
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    if !head.starts_with("HTTP/1.1 200") {
+        return Err(format!(
+            "GET {path} from {addr}: {}",
+            head.lines().next().unwrap_or("")
+        ));
+    }
+    Ok(body.len())
+}
+
 /// First-restart delays of pods whose container exits after about a second.
 fn restart_phase(node: &Node, cri: &CriClient) -> Result<Vec<Duration>, String> {
     let dir = node.dir.join("crash");
@@ -466,6 +530,30 @@ fn print_report(r: &Report) {
         "<= 0.2 % of one core",
         verdict(cpu_pct <= 0.2),
     );
+    let sc = &r.scrape;
+    if sc.rounds > 0 {
+        row(
+            &format!("status endpoint, {TOTAL_PODS} pods: CPU per scrape"),
+            format!(
+                "{:.2} ms",
+                sc.cpu.as_secs_f64() * 1e3 / f64::from(sc.rounds)
+            ),
+            "/healthz + /metrics + /pods",
+            "",
+        );
+        row(
+            "  body sizes /metrics, /pods",
+            format!("{} B, {} B", sc.metrics_bytes, sc.pods_bytes),
+            "",
+            "",
+        );
+        row(
+            &format!("RSS peak after {} scrapes, {TOTAL_PODS} pods", sc.rounds),
+            format!("{:.2} MiB", sc.hwm as f64 / 1024.0),
+            "peak <= 4 MiB",
+            verdict(sc.hwm as f64 / 1024.0 <= 4.0),
+        );
+    }
     row(
         "threads (max seen in the window)",
         format!("{} ({})", r.threads.0, r.threads.1.join(", ")),

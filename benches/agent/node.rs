@@ -19,6 +19,9 @@ pub struct Node {
     pub config: PathBuf,
     pub state_dir: PathBuf,
     pub image: String,
+    /// The agent's local status endpoint (`statusAddress`, on loopback): the bench runs
+    /// with every feature on.
+    pub status: std::net::SocketAddr,
     agent: Option<Child>,
 }
 
@@ -34,6 +37,7 @@ impl Node {
         let io = |e: std::io::Error| format!("{}: {e}", dir.display());
         std::fs::create_dir_all(dir.join("manifests")).map_err(io)?;
         let state_dir = dir.join("state");
+        let status = free_loopback_port().map_err(io)?;
         let cfg = json!({
             "nodeName": "bench-node",
             "runtimeEndpoint": endpoint,
@@ -46,6 +50,7 @@ impl Node {
             "imagePullTimeout": "60s",
             "sandboxImage": sandbox_image,
             "logLevel": "info",
+            "statusAddress": status.to_string(),
         });
         let config = dir.join("config.json");
         std::fs::write(&config, cfg.to_string()).map_err(io)?;
@@ -55,6 +60,7 @@ impl Node {
             config,
             state_dir,
             image: image.to_string(),
+            status,
             agent: None,
         })
     }
@@ -212,4 +218,9 @@ pub fn pod_manifest(name: &str, image: &str, command: &[&str]) -> Value {
             }],
         },
     })
+}
+
+/// A loopback address with a port free now (the kernel's pick, released again).
+fn free_loopback_port() -> std::io::Result<std::net::SocketAddr> {
+    std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()
 }
