@@ -221,31 +221,6 @@ fn logs_until(
     }
 }
 
-/// `promtool check metrics` of `text` (Prometheus' own parser and linter).
-fn check_metrics_text(text: &str) {
-    use std::io::Write;
-    let mut child = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("promtool (Debian package prometheus; tests/harness/install-deps.sh)");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "promtool: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 #[test]
 fn kubectl_logs_follow_and_previous_through_the_api_server() {
     const NODE: &str = "tl-kapi-logs";
@@ -343,7 +318,7 @@ fn kubectl_logs_follow_and_previous_through_the_api_server() {
         );
     }
     assert!(metrics.contains("\nscrape_error 0\n"), "{metrics}");
-    check_metrics_text(&metrics);
+    common::promtool::check_metrics(&metrics);
 
     // --previous: the run before the restart; without it: the current run.
     let prev = logs_until(kube, NS, &["twice", "--previous"], "the first run", |t| {

@@ -13,7 +13,6 @@ use common::Containerd;
 use serde_json::{json, Value};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const START: Duration = Duration::from_secs(60);
@@ -64,30 +63,6 @@ fn sample(text: &str, name: &str, labels: &[&str]) -> Option<f64> {
             .all(|kv| series.contains(kv))
             .then(|| value.parse().ok())?
     })
-}
-
-/// `promtool check metrics` of `text` (Prometheus' own parser and linter).
-fn promtool_check(text: &str) {
-    let mut child = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("promtool (Debian package prometheus; tests/harness/install-deps.sh)");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "promtool check metrics: {}{}\n{text}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 #[test]
@@ -147,7 +122,7 @@ fn pods_match_the_cli_and_metrics_count_restarts() {
     });
 
     let text = get_ok(addr, "/metrics");
-    promtool_check(&text);
+    common::promtool::check_metrics(&text);
     let steady = [r#"pod="steady""#, r#"container="app""#];
     assert!(
         sample(&text, "container_cpu_usage_seconds_total", &steady).is_some(),

@@ -87,12 +87,20 @@ pub struct LogStream {
     cur: Option<Open>,
     joiner: Joiner,
     follow: bool,
+    /// Where completed lines go.
+    sink: Sink,
+}
+
+/// What becomes of a completed logical line: skipped (a tail's start, before `since`),
+/// written with or without its time; counted. A field of its own so that a line
+/// borrowed from the reader or the joiner can be written while they are borrowed.
+struct Sink {
     timestamps: bool,
     since: Option<SystemTime>,
     /// Logical lines still to drop before writing (a tail's start).
     skip: u64,
     /// What was read so far.
-    pub stats: ReadStats,
+    stats: ReadStats,
 }
 
 impl LogStream {
@@ -106,12 +114,12 @@ impl LogStream {
             while counter.fill(&mut scratch, PIECE)? == Step::More {
                 scratch.clear();
             }
-            skip = counter.stats.lines.saturating_sub(n as u64);
+            skip = counter.sink.stats.lines.saturating_sub(n as u64);
         }
         let mut s = LogStream::start(files, follow)?;
-        s.timestamps = opts.timestamps;
-        s.since = opts.since;
-        s.skip = skip;
+        s.sink.timestamps = opts.timestamps;
+        s.sink.since = opts.since;
+        s.sink.skip = skip;
         Ok(s)
     }
 
@@ -127,10 +135,12 @@ impl LogStream {
             cur,
             joiner: Joiner::default(),
             follow,
-            timestamps: false,
-            since: None,
-            skip: 0,
-            stats: ReadStats::default(),
+            sink: Sink {
+                timestamps: false,
+                since: None,
+                skip: 0,
+                stats: ReadStats::default(),
+            },
         })
     }
 
@@ -159,18 +169,11 @@ impl LogStream {
                 if !self.follow {
                     if let Some(rec) = f.reader.rest().and_then(parse) {
                         if let Some(j) = self.joiner.push(rec) {
-                            emit(
-                                j,
-                                out,
-                                &mut self.stats,
-                                &mut self.skip,
-                                self.timestamps,
-                                self.since,
-                            );
+                            self.sink.emit(j, out);
                         }
                     }
                 }
-                self.stats.truncated += f.reader.truncated;
+                self.sink.stats.truncated += f.reader.truncated;
             }
             if live {
                 return self.finish(out);
@@ -191,17 +194,10 @@ impl LogStream {
         match parse(line) {
             Some(rec) => {
                 if let Some(j) = self.joiner.push(rec) {
-                    emit(
-                        j,
-                        out,
-                        &mut self.stats,
-                        &mut self.skip,
-                        self.timestamps,
-                        self.since,
-                    );
+                    self.sink.emit(j, out);
                 }
             }
-            None => self.stats.bad += 1,
+            None => self.sink.stats.bad += 1,
         }
         Ok(true)
     }
@@ -209,14 +205,7 @@ impl LogStream {
     /// The end of a read that does not follow: lines left unfinished go out too.
     fn finish(&mut self, out: &mut Vec<u8>) -> io::Result<Step> {
         for j in self.joiner.finish() {
-            emit(
-                j,
-                out,
-                &mut self.stats,
-                &mut self.skip,
-                self.timestamps,
-                self.since,
-            );
+            self.sink.emit(j, out);
         }
         Ok(Step::End)
     }
@@ -243,7 +232,7 @@ impl LogStream {
             }
         }
         if let Some(f) = self.cur.take() {
-            self.stats.truncated += f.reader.truncated;
+            self.sink.stats.truncated += f.reader.truncated;
         }
         self.cur = open(&path)?;
         Ok(self.cur.is_some())
@@ -252,33 +241,28 @@ impl LogStream {
 
 /// Writes one logical line unless it is skipped (before a tail's start, or older than
 /// `since`).
-fn emit(
-    j: Joined<'_>,
-    out: &mut Vec<u8>,
-    stats: &mut ReadStats,
-    skip: &mut u64,
-    timestamps: bool,
-    since: Option<SystemTime>,
-) {
-    stats.lines += 1;
-    if *skip > 0 {
-        *skip -= 1;
-        return;
-    }
-    if let Some(since) = since {
-        let time = std::str::from_utf8(j.time)
-            .ok()
-            .and_then(|t| crate::model::time::parse_rfc3339(t).ok());
-        if time.is_some_and(|t| t < since) {
+impl Sink {
+    fn emit(&mut self, j: Joined<'_>, out: &mut Vec<u8>) {
+        self.stats.lines += 1;
+        if self.skip > 0 {
+            self.skip -= 1;
             return;
         }
+        if let Some(since) = self.since {
+            let time = std::str::from_utf8(j.time)
+                .ok()
+                .and_then(|t| crate::model::time::parse_rfc3339(t).ok());
+            if time.is_some_and(|t| t < since) {
+                return;
+            }
+        }
+        if self.timestamps {
+            out.extend_from_slice(j.time);
+            out.push(b' ');
+        }
+        out.extend_from_slice(j.msg);
+        out.push(b'\n');
     }
-    if timestamps {
-        out.extend_from_slice(j.time);
-        out.push(b' ');
-    }
-    out.extend_from_slice(j.msg);
-    out.push(b'\n');
 }
 
 /// Writes the logical lines of `files` (in order) to `out`. Missing files are skipped.
@@ -298,7 +282,7 @@ pub fn read_files(
         }
     }
     out.flush()?;
-    Ok(s.stats)
+    Ok(s.sink.stats)
 }
 
 /// Like [`read_files`], then keeps reading the last file (the live `N.log`) as it grows,
@@ -326,7 +310,7 @@ pub fn follow(
             std::thread::sleep(FOLLOW_POLL);
         }
     }
-    Ok(s.stats)
+    Ok(s.sink.stats)
 }
 
 #[cfg(test)]

@@ -78,6 +78,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 pub mod kube;
+pub mod promtool;
 
 /// Directory of the harness scripts.
 fn harness_dir() -> PathBuf {
