@@ -91,6 +91,21 @@ impl fmt::Display for HandlerError {
     }
 }
 
+impl HandlerError {
+    /// What kubelet puts after `Liveness probe failed: ` in its `Unhealthy` event: an
+    /// exec probe's output alone, an httpGet's status in kubelet's words; the other
+    /// failures as the log words them (kubelet's there are Go's dial errors).
+    pub fn probe_output(&self) -> String {
+        match self {
+            HandlerError::ExitStatus { output, .. } => output.clone(),
+            HandlerError::HttpStatus { code, .. } => {
+                format!("HTTP probe failed with statuscode: {code}")
+            }
+            other => other.to_string(),
+        }
+    }
+}
+
 impl std::error::Error for HandlerError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
@@ -99,5 +114,30 @@ impl std::error::Error for HandlerError {
             HandlerError::Connect { source, .. } => Some(source),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probe_output_is_worded_as_kubelet_words_it() {
+        let exit = HandlerError::ExitStatus {
+            code: 1,
+            output: "not ready".into(),
+        };
+        assert_eq!(exit.probe_output(), "not ready");
+        let http = HandlerError::HttpStatus {
+            addr: "10.0.0.5:8080".parse().unwrap(),
+            path: "/healthz".into(),
+            code: 503,
+        };
+        assert_eq!(
+            http.probe_output(),
+            "HTTP probe failed with statuscode: 503"
+        );
+        let port = HandlerError::NoPortNamed("web".into());
+        assert_eq!(port.probe_output(), port.to_string());
     }
 }

@@ -1,9 +1,9 @@
 //! Container probes of one pod, as kubelet's prober: for each running app container
 //! with probes, a startup probe first; once it succeeds (or when there is none) the
 //! liveness and readiness probes. Each probe is its own task with its own timer
-//! ([`task`]); results reach the pod's worker over a channel, and only changes are
-//! sent, so a healthy pod costs its probes' attempts and nothing else: no sync, no
-//! status write.
+//! ([`task`]); results reach the pod's worker over a channel: changes, failed attempts
+//! (each an `Unhealthy` event) and warnings, so a healthy pod costs its probes'
+//! attempts and nothing else, and a failing one no sync or status write per attempt.
 //!
 //! The worker owns a [`PodProbes`]: after each sync it calls [`PodProbes::reconcile`]
 //! (probes follow the container instances the runtime shows: a new instance gets fresh
@@ -179,7 +179,7 @@ impl PodProbes {
         task::spawn(ctx.clone(), run, self.tx.clone())
     }
 
-    /// Takes in one result change; says what the worker must do.
+    /// Takes in one probe event (records its events); says what the worker must do.
     pub fn apply(&mut self, ctx: &Rc<Context>, pod: &Pod, ev: Event) -> Verdict {
         let Some(c) = pod.spec.containers.iter().find(|c| c.name == ev.container) else {
             return Verdict::Nothing;
@@ -203,14 +203,16 @@ impl PodProbes {
                 format!("{kind} probe warning: {w}")
             });
         }
+        // kubelet records every failed attempt, not only the one that turns the result;
+        // the correlator makes repeats one event with a count.
+        if !ev.ok {
+            ctx.event(pod, &c.name, true, EventReason::Unhealthy, || {
+                format!("{kind} probe failed: {}", ev.output)
+            });
+        }
         if !ev.changed {
             self.containers.insert(ev.container, p);
             return Verdict::Nothing;
-        }
-        if !ev.ok {
-            ctx.event(pod, &c.name, true, EventReason::Unhealthy, || {
-                format!("{kind} probe failed: {}", ev.detail)
-            });
         }
         let verdict = match (ev.kind, ev.ok) {
             (Kind::Startup, true) => {

@@ -1,9 +1,11 @@
 //! One probe of one container instance as a task: one timer ticking every
 //! `periodSeconds` from the container's start plus `initialDelaySeconds`, one attempt
-//! per tick bounded by `timeoutSeconds`, and a message to the pod's worker only when
-//! the result changes or an attempt succeeds with a warning. Idle cost is exactly the probing the manifest asks for; the task
-//! ends when its verdict makes further probing pointless (see [`ProbeState::finished`])
-//! or when the worker drops it (the container stopped or was replaced).
+//! per tick bounded by `timeoutSeconds`, and a message to the pod's worker when the
+//! result changes, an attempt fails (kubelet records an `Unhealthy` event for each
+//! failed attempt) or an attempt succeeds with a warning. A passing probe's cost is
+//! exactly the probing the manifest asks for; the task ends when its verdict makes
+//! further probing pointless (see [`ProbeState::finished`]) or when the worker drops
+//! it (the container stopped or was replaced).
 
 use super::state::{Kind, ProbeState};
 use crate::agent::context::Context;
@@ -15,7 +17,7 @@ use smol::{Task, Timer};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-/// A probe's result changed, or an attempt succeeded with a warning.
+/// A probe's result changed, an attempt failed, or one succeeded with a warning.
 #[derive(Debug, Clone)]
 pub struct Event {
     /// The container's name.
@@ -26,12 +28,14 @@ pub struct Event {
     pub kind: Kind,
     /// It succeeds now.
     pub ok: bool,
-    /// The result changed (else only `warning` is news).
+    /// The result changed (else only the failed attempt or `warning` is news).
     pub changed: bool,
     /// The attempt succeeded with this warning (an httpGet redirect).
     pub warning: Option<String>,
-    /// Why the last attempt failed ("" on success).
+    /// Why the last attempt failed ("" on success), for the log.
     pub detail: String,
+    /// The failed attempt's output as kubelet words it in its `Unhealthy` event.
+    pub output: String,
 }
 
 /// What one probe task needs.
@@ -83,19 +87,7 @@ async fn probe_loop(ctx: Rc<Context>, run: ProbeRun, tx: Sender<Event>) {
                 run.kind.field()
             );
         }
-        let changed = state.record(outcome.is_ok()).is_some();
-        let warning = outcome.as_ref().ok().cloned().flatten();
-        // kubelet warns on every attempt that has a warning, not only on a change.
-        if changed || warning.is_some() {
-            let ev = Event {
-                container: run.container.clone(),
-                container_id: run.target.container_id.clone(),
-                kind: run.kind,
-                ok: outcome.is_ok(),
-                changed,
-                warning,
-                detail: outcome.err().map(|e| e.to_string()).unwrap_or_default(),
-            };
+        if let Some(ev) = report(&run, &mut state, outcome) {
             if tx.send(ev).await.is_err() {
                 return;
             }
@@ -104,6 +96,33 @@ async fn probe_loop(ctx: Rc<Context>, run: ProbeRun, tx: Sender<Event>) {
             return;
         }
     }
+}
+
+/// Counts one attempt's outcome; what the worker is to hear of it: every failed attempt
+/// (its `Unhealthy` event), every warning (kubelet warns at each such attempt, not only on
+/// a change) and every change of the result; nothing of a plain success.
+fn report(
+    run: &ProbeRun,
+    state: &mut ProbeState,
+    outcome: Result<Option<String>, HandlerError>,
+) -> Option<Event> {
+    let ok = outcome.is_ok();
+    let changed = state.record(ok).is_some();
+    let (warning, detail, output) = match outcome {
+        Ok(None) if !changed => return None,
+        Ok(warning) => (warning, String::new(), String::new()),
+        Err(e) => (None, e.to_string(), e.probe_output()),
+    };
+    Some(Event {
+        container: run.container.clone(),
+        container_id: run.target.container_id.clone(),
+        kind: run.kind,
+        ok,
+        changed,
+        warning,
+        detail,
+        output,
+    })
 }
 
 /// One attempt of the probe's handler: `Ok` with a warning for a success that has one.
@@ -124,5 +143,70 @@ async fn attempt(
     } else {
         // Validation refuses grpc probes and probes without a handler.
         Err(HandlerError::NoProbeHandler)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::handler::Target;
+
+    fn run(kind: Kind) -> ProbeRun {
+        ProbeRun {
+            kind,
+            probe: Probe::default(),
+            target: Target {
+                container_id: "c1".into(),
+                pod_ip: String::new(),
+                ports: Vec::new(),
+            },
+            container: "app".into(),
+            pod: "ns/p".into(),
+            started_at: Instant::now(),
+        }
+    }
+
+    fn failed(output: &str) -> Result<Option<String>, HandlerError> {
+        Err(HandlerError::ExitStatus {
+            code: 1,
+            output: output.into(),
+        })
+    }
+
+    #[test]
+    fn every_failed_attempt_is_reported_but_only_the_first_change_is_a_change() {
+        let r = run(Kind::Readiness);
+        let mut s = ProbeState::new(Kind::Readiness, 1, 3);
+        // Ready first; then it fails every time: each attempt is news for its event.
+        assert!(report(&r, &mut s, Ok(None)).is_some_and(|e| e.changed && e.ok));
+        let evs: Vec<Event> = (0..5)
+            .filter_map(|_| report(&r, &mut s, failed("db down")))
+            .collect();
+        assert_eq!(evs.len(), 5);
+        assert!(evs.iter().all(|e| !e.ok && e.output == "db down"));
+        assert_eq!(evs[0].detail, "exit status 1: db down");
+        let changes: Vec<bool> = evs.iter().map(|e| e.changed).collect();
+        // failureThreshold 3: the result turns on the third failure, once.
+        assert_eq!(changes, [false, false, true, false, false]);
+        assert_eq!(s.result(), Some(false));
+    }
+
+    #[test]
+    fn a_plain_success_is_no_news_a_warning_always_is() {
+        let r = run(Kind::Liveness);
+        let mut s = ProbeState::new(Kind::Liveness, 1, 3);
+        // Liveness starts as success: passing attempts tell the worker nothing.
+        assert!(report(&r, &mut s, Ok(None)).is_none());
+        let warned = |s: &mut ProbeState| report(&r, s, Ok(Some("redirect".into())));
+        for _ in 0..3 {
+            let e = warned(&mut s).expect("a warning at every attempt");
+            assert!(e.ok && !e.changed);
+            assert_eq!(e.warning.as_deref(), Some("redirect"));
+        }
+        // A startup probe's failures before its verdict are each reported too.
+        let r = run(Kind::Startup);
+        let mut s = ProbeState::new(Kind::Startup, 1, 30);
+        let e = report(&r, &mut s, failed("")).expect("reported");
+        assert!(!e.ok && !e.changed && e.output.is_empty());
     }
 }

@@ -199,7 +199,8 @@ impl Worker {
             let mut msgs = match woken {
                 Woken::Timer => early,
                 Woken::Probe(ev) => {
-                    // A probe's warning alone changes nothing a sync would act on.
+                    // A failed attempt or a warning alone (its event recorded) changes
+                    // nothing a sync would act on.
                     must_sync = ev.changed;
                     self.probe_event(ev).await;
                     Vec::new()
@@ -262,9 +263,10 @@ impl Worker {
         })
     }
 
-    /// Acts on a probe's changed result (or records its warning): kills the container
-    /// when its liveness or startup probe failed. The sync that follows writes the new status (and restarts
-    /// the container as the restart policy and back-off allow).
+    /// Acts on a probe's changed result (or records the event of a failed attempt or a
+    /// warning): kills the container when its liveness or startup probe failed. The sync
+    /// that follows writes the new status (and restarts the container as the restart
+    /// policy and back-off allow).
     async fn probe_event(&mut self, ev: probe::Event) {
         let verdict = self.probes.apply(&self.ctx, &self.pod, ev);
         if let Verdict::Kill {
