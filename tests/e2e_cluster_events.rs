@@ -4,7 +4,9 @@
 //! restart), and `kubectl describe pod` shows it with the container's other events; a
 //! volume that cannot be set up is a FailedMount event, an httpGet probe answered with
 //! a redirect a ProbeWarning, repeated once a second: past the pod's burst of 25 events
-//! the spam filter holds its count on the API server while the probe goes on.
+//! the spam filter holds its count on the API server while the probe goes on; a
+//! readiness probe that fails every second is one Unhealthy Event whose count grows
+//! to the burst the same way.
 
 mod agent_support;
 mod common;
@@ -157,6 +159,13 @@ fn failed_mount_and_probe_warnings_held_by_the_spam_filter() {
                            "periodSeconds": 1, "timeoutSeconds": 5},
     });
     kube.apply(&pod(node, "redirect", c.test_image(), web, json!([])).to_string());
+    // A readiness probe that fails every second, always with the same output.
+    let sick = json!({
+        "command": ["sleep", "3600"],
+        "readinessProbe": {"exec": {"command": ["sh", "-c", "echo not ready; exit 1"]},
+                           "periodSeconds": 1},
+    });
+    kube.apply(&pod(node, "notready", c.test_image(), sick, json!([])).to_string());
 
     let failed = wait_for("a FailedMount event", START, || {
         events(&kube, "nomount", "FailedMount").into_iter().next()
@@ -209,5 +218,24 @@ fn failed_mount_and_probe_warnings_held_by_the_spam_filter() {
     });
     let evs = events(&kube, "redirect", "ProbeWarning");
     assert_eq!(count(&evs[0]), spent, "held by the spam filter: {evs:#?}");
+
+    // Every failed attempt is an Unhealthy event (not only the first): one Event object
+    // whose count grows to the same 22 and is held there.
+    let mut last = 0;
+    wait_for("the Unhealthy count to reach the burst", START, || {
+        let evs = events(&kube, "notready", "Unhealthy");
+        assert!(evs.len() <= 1, "one Unhealthy event: {evs:#?}");
+        let e = evs.first()?;
+        assert_eq!(e["type"], "Warning");
+        assert_eq!(e["message"], "Readiness probe failed: not ready");
+        assert_eq!(e["involvedObject"]["fieldPath"], "spec.containers{app}");
+        let n = count(e);
+        assert!(n >= last && n <= spent, "{evs:#?}");
+        last = n;
+        (n == spent).then_some(())
+    });
+    let unhealthy = events(&kube, "notready", "Unhealthy");
+    assert_eq!(unhealthy.len(), 1, "{unhealthy:#?}");
+    assert_eq!(count(&unhealthy[0]), spent, "held: {unhealthy:#?}");
     n.assert_agent_alive();
 }

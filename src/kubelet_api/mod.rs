@@ -13,7 +13,9 @@
 //! Bounded: at most [`MAX_CONNECTIONS`] (the oldest is closed for a new one), a request
 //! head of `server::MAX_HEAD`, [`SETUP_DEADLINE`] from accept to an authorized request
 //! (TLS handshake, head, review), then each write at most `WRITE_WAIT`. While nobody
-//! connects it costs nothing: the accept waits in the reactor.
+//! connects it costs nothing: the accept waits in the reactor. Connections authorized
+//! and refused (handshake failed, 401, 403) are counted for the status endpoint's
+//! `/metrics`.
 
 mod auth;
 mod authz;
@@ -23,6 +25,7 @@ mod csr_der;
 mod tls;
 
 use crate::agent::context::Context;
+use crate::metrics::Refused;
 use crate::server::http::{self, Answer, Head};
 use crate::uplink::agent::Uplink;
 use crate::uplink::counters::Counters;
@@ -172,6 +175,7 @@ async fn handshake(tcp: Async<TcpStream>, api: &KubeletApi) -> Option<(TlsConn, 
         Ok(t) => t,
         Err(e) => {
             log::debug!("kubelet API: TLS handshake: {e}");
+            crate::metrics::kubelet_api_refused(Refused::TlsHandshake);
             return None;
         }
     };
@@ -186,6 +190,7 @@ async fn handshake(tcp: Async<TcpStream>, api: &KubeletApi) -> Option<(TlsConn, 
 /// `None` when `user` may make the request; else the refusal, worded as kubelet's.
 async fn authorize(api: &KubeletApi, user: Option<&User>, head: &Head) -> Option<Answer> {
     let Some(user) = user else {
+        crate::metrics::kubelet_api_refused(Refused::Unauthorized);
         return Some(Answer::text(401, "Unauthorized\n"));
     };
     let Some(attrs) = Attributes::of(&head.method, &head.path) else {
@@ -196,8 +201,14 @@ async fn authorize(api: &KubeletApi, user: Option<&User>, head: &Head) -> Option
         user.name, attrs.verb, attrs.subresource
     );
     match api.authz.allowed(user, &attrs).await {
-        Ok(true) => None,
-        Ok(false) => Some(Answer::text(403, &format!("Forbidden ({what})\n"))),
+        Ok(true) => {
+            crate::metrics::kubelet_api_accepted();
+            None
+        }
+        Ok(false) => {
+            crate::metrics::kubelet_api_refused(Refused::Forbidden);
+            Some(Answer::text(403, &format!("Forbidden ({what})\n")))
+        }
         Err(e) => {
             log::warn!("kubelet API: SubjectAccessReview for {what}: {e}");
             Some(Answer::text(

@@ -35,6 +35,20 @@ pub const PLEG_EVENTS: [&str; 5] = [
     "SandboxChanged",
 ];
 
+/// Why the kubelet API refused a connection, as the `reason` label of its counter.
+pub const KUBELET_API_REFUSED: [&str; 3] = ["tls_handshake", "unauthorized", "forbidden"];
+
+/// Why the kubelet API refused a connection (an index of [`KUBELET_API_REFUSED`]).
+#[derive(Debug, Clone, Copy)]
+pub enum Refused {
+    /// The TLS handshake failed (not TLS, a certificate of another CA, ...).
+    TlsHandshake = 0,
+    /// No client certificate: 401.
+    Unauthorized = 1,
+    /// The SubjectAccessReview denied the request: 403.
+    Forbidden = 2,
+}
+
 /// Every counter of the agent (monotonic unless said otherwise).
 #[derive(Debug, Default)]
 pub struct Counters {
@@ -58,6 +72,10 @@ pub struct Counters {
     pub state_written_bytes: Cell<u64>,
     /// Files written (replaced) in the state directory.
     pub state_written_files: Cell<u64>,
+    /// kubelet API connections whose request was authenticated and authorized.
+    pub kubelet_api_accepted: Cell<u64>,
+    /// kubelet API connections refused, by reason as in [`KUBELET_API_REFUSED`].
+    pub kubelet_api_refused: [Cell<u64>; 3],
 }
 
 thread_local! {
@@ -132,5 +150,19 @@ pub fn state_written(bytes: u64) {
     with(|m| {
         add(&m.state_written_files, 1);
         add(&m.state_written_bytes, bytes);
+    })
+}
+
+/// Counts one kubelet API connection whose request was authorized.
+pub fn kubelet_api_accepted() {
+    with(|m| add(&m.kubelet_api_accepted, 1))
+}
+
+/// Counts one kubelet API connection refused for `why`.
+pub fn kubelet_api_refused(why: Refused) {
+    with(|m| {
+        if let Some(c) = m.kubelet_api_refused.get(why as usize) {
+            add(c, 1)
+        }
     })
 }

@@ -2,7 +2,9 @@
 //! kubelet has one (`kubelet_runtime_operations_*`, `kubelet_pleg_relist_duration_seconds`,
 //! `kubelet_running_containers`, `kubelet_image_garbage_collected_total`, and the
 //! `container_*` of its `/metrics/resource`), kube-state-metrics' for restarts, and
-//! `tinylet_*` for what neither shows (see README.md, "Status endpoint").
+//! `tinylet_*` for what neither shows (see README.md, "Status endpoint"); with the
+//! uplink, also the pod events' spam filter and losses and the kubelet API's
+//! connections.
 //!
 //! Counters come from [`crate::metrics`]; pod phases and restarts from the status files;
 //! container states, CPU and memory from the runtime (ListContainers and
@@ -35,13 +37,8 @@ pub async fn answer(src: &Sources) -> Answer {
     #[cfg(feature = "uplink")]
     if let Some(u) = &src.uplink {
         uplink(&mut t, u.client.counters());
-        const DROPPED: &str = "tinylet_events_dropped_total";
-        t.family(
-            DROPPED,
-            "counter",
-            "Pod events dropped unsent (too many kept while the API server was away).",
-        );
-        t.sample(DROPPED, &[], src.ctx.events.dropped());
+        events(&mut t, &src.ctx.events);
+        kubelet_api(&mut t);
     }
     t.family(
         "process_resident_memory_bytes",
@@ -439,6 +436,53 @@ fn uplink(t: &mut Text, c: crate::uplink::counters::Snapshot) {
     }
 }
 
+/// What the pod events' correlator held back or lost.
+#[cfg(feature = "uplink")]
+fn events(t: &mut Text, r: &crate::agent::events::Recorder) {
+    let figures = [
+        (
+            "tinylet_events_dropped_total",
+            "Pod events dropped unsent (too many kept while the API server was away).",
+            r.dropped(),
+        ),
+        (
+            "tinylet_events_filtered_total",
+            "Pod event occurrences held back by the spam filter (counted, sent later).",
+            r.filtered(),
+        ),
+    ];
+    for (name, help, v) in figures {
+        t.family(name, "counter", help);
+        t.sample(name, &[], v);
+    }
+}
+
+/// The kubelet API's connections: authorized, and refused by reason.
+#[cfg(feature = "uplink")]
+fn kubelet_api(t: &mut Text) {
+    const ACCEPTED: &str = "tinylet_kubelet_api_connections_accepted_total";
+    const REFUSED: &str = "tinylet_kubelet_api_connections_refused_total";
+    metrics::with(|m| {
+        t.family(
+            ACCEPTED,
+            "counter",
+            "kubelet API connections whose request was authenticated and authorized.",
+        );
+        t.sample(ACCEPTED, &[], m.kubelet_api_accepted.get());
+        t.family(
+            REFUSED,
+            "counter",
+            "kubelet API connections refused: TLS handshake failed, 401 or 403.",
+        );
+        for (why, n) in metrics::KUBELET_API_REFUSED
+            .iter()
+            .zip(&m.kubelet_api_refused)
+        {
+            t.sample(REFUSED, &[("reason", why)], n.get());
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -479,5 +523,41 @@ mod tests {
         assert!(t.0.contains(
             "d_bucket{op=\"v\",le=\"+Inf\"} 2\nd_sum{op=\"v\"} 60.020000000\nd_count{op=\"v\"} 2\n"
         ));
+    }
+
+    #[cfg(feature = "uplink")]
+    #[test]
+    fn events_held_back_and_kubelet_api_refusals_are_counted() {
+        use crate::agent::events::{spam, Recorder};
+        let r = Recorder::default();
+        let mut pod = crate::model::Pod::default();
+        pod.metadata.uid = "u".into();
+        for _ in 0..spam::BURST + 3 {
+            r.record(
+                &pod,
+                "app",
+                true,
+                "Unhealthy",
+                "Readiness probe failed: x".into(),
+            );
+        }
+        metrics::kubelet_api_accepted();
+        metrics::kubelet_api_refused(metrics::Refused::Forbidden);
+        metrics::kubelet_api_refused(metrics::Refused::Forbidden);
+        metrics::kubelet_api_refused(metrics::Refused::TlsHandshake);
+        let mut t = Text(String::new());
+        events(&mut t, &r);
+        kubelet_api(&mut t);
+        for line in [
+            "# TYPE tinylet_events_filtered_total counter\n",
+            "\ntinylet_events_filtered_total 3\n",
+            "\ntinylet_events_dropped_total 0\n",
+            "\ntinylet_kubelet_api_connections_accepted_total 1\n",
+            "\ntinylet_kubelet_api_connections_refused_total{reason=\"tls_handshake\"} 1\n",
+            "\ntinylet_kubelet_api_connections_refused_total{reason=\"unauthorized\"} 0\n",
+            "\ntinylet_kubelet_api_connections_refused_total{reason=\"forbidden\"} 2\n",
+        ] {
+            assert!(t.0.contains(line), "{line:?} in\n{}", t.0);
+        }
     }
 }
