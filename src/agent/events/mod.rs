@@ -393,4 +393,28 @@ mod tests {
         );
         assert_eq!(c.reason, "Unhealthy");
     }
+
+    #[test]
+    fn a_readiness_probe_failing_every_second_is_one_event_held_at_the_burst() {
+        let r = Recorder::default();
+        let p = pod("notready");
+        let t0 = t0();
+        let mut sent = 0;
+        for i in 0..120u32 {
+            let now = t0 + std::time::Duration::from_secs(u64::from(i));
+            at(&r, now, &p, "Unhealthy", "Readiness probe failed: not ready");
+            // The sender keeps up: what is due goes out at once.
+            for e in r.unsent() {
+                assert!(e.due > sent, "the count only grows");
+                sent = e.due;
+                r.sent(&e.name, e.due);
+            }
+        }
+        let events = r.events.borrow();
+        assert_eq!(events.len(), 1, "one Event object: {events:?}");
+        let e = &events[0];
+        assert_eq!((e.count, e.sent), (120, spam::BURST));
+        assert!(!e.combined);
+        assert_eq!(r.filtered(), u64::from(120 - spam::BURST));
+    }
 }
