@@ -4,7 +4,8 @@
 //! kubelet client certificate, in system:masters, and checks the serving certificate
 //! against the cluster CA); and the node's own checks with curl: no client certificate
 //! -> 401, a certificate of another CA -> refused in the TLS handshake, a user without
-//! `nodes/proxy` -> 403, one bound to it by RBAC -> 200.
+//! `nodes/proxy` -> 403, one bound to it by RBAC -> 200, each counted on the local
+//! status endpoint's `/metrics`.
 
 mod agent_support;
 mod common;
@@ -92,6 +93,8 @@ fn host_ips() -> Vec<String> {
 struct ApiNode {
     node: Node,
     port: u16,
+    /// The local status endpoint's port (plain HTTP on loopback).
+    status: u16,
     pki: PathBuf,
     ca: PathBuf,
 }
@@ -120,6 +123,8 @@ fn api_node(kube: &Kube, c: &Containerd, name: &str) -> ApiNode {
         &cluster_pki,
     );
     let port = free_port();
+    let status = free_port();
+    node.set_config("statusAddress", json!(format!("127.0.0.1:{status}")));
     node.set_config(
         "apiServer",
         json!({"kubeconfig": id.kubeconfig, "port": port,
@@ -134,12 +139,24 @@ fn api_node(kube: &Kube, c: &Containerd, name: &str) -> ApiNode {
     ApiNode {
         node,
         port,
+        status,
         pki,
         ca: id.ca.clone(),
     }
 }
 
 impl ApiNode {
+    /// The local status endpoint's `/metrics`.
+    fn local_metrics(&self) -> String {
+        let out = Command::new("curl")
+            .args(["-sS", "--fail", "--max-time", "20"])
+            .arg(format!("http://127.0.0.1:{}/metrics", self.status))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    }
+
     /// curl `path` on the node's kubelet API with `cert` (key, crt); (exit code, status
     /// line code or "000", body).
     fn curl(&self, path: &str, cert: Option<&(PathBuf, PathBuf)>) -> (i32, String, String) {
@@ -446,6 +463,24 @@ fn kubelet_api_authenticates_by_certificate_and_authorizes_by_review() {
     .arg(format!("https://127.0.0.1:{}/pods", n.port));
     let out = post.output().unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "403");
+
+    // The local /metrics counts what was accepted and refused, by reason: the garbage
+    // and mallory failed the handshake, the anonymous /pods got 401 (the 431 is no
+    // refusal of the client), alice and bob's POST 403 (and bob's tries before his
+    // binding took effect), bob's GETs were served.
+    let text = n.local_metrics();
+    check_metrics_text(&text);
+    let value = |series: &str| -> u64 {
+        let line = text.lines().find(|l| l.starts_with(series));
+        let v = line.and_then(|l| l.rsplit_once(' ')).map(|(_, v)| v);
+        v.and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{series} in\n{text}"))
+    };
+    const REFUSED: &str = "tinylet_kubelet_api_connections_refused_total";
+    assert_eq!(value(&format!("{REFUSED}{{reason=\"tls_handshake\"}}")), 2);
+    assert_eq!(value(&format!("{REFUSED}{{reason=\"unauthorized\"}}")), 1);
+    assert!(value(&format!("{REFUSED}{{reason=\"forbidden\"}}")) >= 2);
+    assert!(value("tinylet_kubelet_api_connections_accepted_total ") >= 2);
     n.node.assert_agent_alive();
 }
 
@@ -461,6 +496,8 @@ fn serving_certificate_from_a_csr_once_approved() {
     let id = kube.node_identity(NODE);
     let node = Node::joining(&c, &id);
     let port = free_port();
+    let status = free_port();
+    node.set_config("statusAddress", json!(format!("127.0.0.1:{status}")));
     node.set_config(
         "apiServer",
         json!({"kubeconfig": id.kubeconfig, "port": port, "serverTLSBootstrap": true}),

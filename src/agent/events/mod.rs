@@ -402,7 +402,13 @@ mod tests {
         let mut sent = 0;
         for i in 0..120u32 {
             let now = t0 + std::time::Duration::from_secs(u64::from(i));
-            at(&r, now, &p, "Unhealthy", "Readiness probe failed: not ready");
+            at(
+                &r,
+                now,
+                &p,
+                "Unhealthy",
+                "Readiness probe failed: not ready",
+            );
             // The sender keeps up: what is due goes out at once.
             for e in r.unsent() {
                 assert!(e.due > sent, "the count only grows");
