@@ -469,7 +469,7 @@ fn kubelet_api_authenticates_by_certificate_and_authorizes_by_review() {
     // refusal of the client), alice and bob's POST 403 (and bob's tries before his
     // binding took effect), bob's GETs were served.
     let text = n.local_metrics();
-    check_metrics_text(&text);
+    common::promtool::check_metrics(&text);
     let value = |series: &str| -> u64 {
         let line = text.lines().find(|l| l.starts_with(series));
         let v = line.and_then(|l| l.rsplit_once(' ')).map(|(_, v)| v);
