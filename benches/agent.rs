@@ -398,7 +398,7 @@ fn scrape_phase(node: &Node, pid: u32) -> Result<Scrape, String> {
         s.rounds += 1;
     }
     s.cpu = procfs::cpu_time(pid)?.saturating_sub(cpu0);
-    s.hwm = procfs::vm_kib(pid, "VmHWM")?;
+    s.hwm = procfs::vm_kib(pid, "VmHWM:")?;
     Ok(s)
 }
 
