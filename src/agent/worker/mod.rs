@@ -202,7 +202,9 @@ impl Worker {
                     // A failed attempt or a warning alone (its event recorded) changes
                     // nothing a sync would act on.
                     must_sync = ev.changed;
-                    self.probe_event(ev).await;
+                    // Boxed as the sync: a liveness kill's StopContainer call would
+                    // otherwise size every waiting worker's task.
+                    Box::pin(self.probe_event(ev)).await;
                     Vec::new()
                 }
                 Woken::Pulled(done) => {
