@@ -394,9 +394,15 @@ fn under_memory_pressure_best_effort_goes_before_burstable_and_critical_never() 
             (used >= (i64::from(mib) << 20) * 3 / 4).then_some(())
         });
     }
-    // The node is now "short of memory": the threshold is above what is available.
+    // The node is now "short of memory": the threshold is above what is available
+    // (nothing runs in 64 MiB) and, with the reservations, still within the capacity
+    // (the agent refuses to start on more, as kubelet does).
     node.kill_agent();
-    let threshold = mem_available() + (4 << 30);
+    let threshold = mem_total() - (64 << 20);
+    assert!(
+        threshold > mem_available(),
+        "MemAvailable within 64 MiB of MemTotal?"
+    );
     node.set_config(
         "evictionHard",
         json!({"memory.available": threshold.to_string()}),
