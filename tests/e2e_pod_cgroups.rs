@@ -140,10 +140,14 @@ fn limited(name: &str, image: &str, script: &str, res: Value) -> Value {
     c
 }
 
-/// Starts an agent on `c` with `reserved` as systemReserved.
+/// Starts an agent on `c` with `reserved` as systemReserved and no hard eviction
+/// threshold (a test that wants one sets it): the default `memory.available<100Mi`
+/// counts as reserved too, and the agent refuses reservations over the capacity, as
+/// kubelet does, so it would refuse the OOM test's "all but 48 MiB".
 fn node_with(c: &Containerd, name: &str, reserved: Value) -> Node {
     let node = Node::new(c, name);
     node.set_config("systemReserved", reserved);
+    node.set_config("evictionHard", json!({}));
     node.start_agent();
     let rel = pods_rel(&node);
     wait_for("the agent to make the pods' parent cgroup", T, || {
