@@ -21,7 +21,7 @@ mod common;
 use agent_support::*;
 use common::Containerd;
 use serde_json::{json, Value};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tinylet::node::hierarchy::Hierarchy;
 
@@ -311,7 +311,11 @@ fn a_fork_bomb_stops_at_the_pods_pids_limit_and_the_agent_keeps_answering() {
     let pods = pods_rel(&node);
     assert_eq!(read("pids", &pods, "pids.max").unwrap(), "60");
     // 400 sleepers at most; a CPU limit keeps the failing loop from spinning a core.
-    let bomb = "i=0; while [ $i -lt 400 ]; do sleep 600 & i=$((i+1)); done; sleep 3600";
+    // The loop runs in a subshell and the container's process becomes a `sleep`: a
+    // shell whose fork fails exits, and were it the container's first process, its
+    // death would kill every sleeper and the pids would fall back before the test saw
+    // them at the limit (it did, once in a few runs). The sleepers stay, adopted by it.
+    let bomb = "(i=0; while [ $i -lt 400 ]; do sleep 600 & i=$((i+1)); done) & exec sleep 3600";
     let res = json!({"limits": {"cpu": "100m", "memory": "64Mi"}});
     node.apply(&pod(
         "bomb",
@@ -326,6 +330,9 @@ fn a_fork_bomb_stops_at_the_pods_pids_limit_and_the_agent_keeps_answering() {
         .parse()
         .unwrap();
     assert!(cur <= 60, "{cur} tasks in the pods' parent");
+    wait_for("the pids limit to refuse a fork", SLOW, || {
+        (refused_forks(&dir("pids", &pods)) >= 1).then_some(())
+    });
     let logs = wait_for("the bomb's log", SLOW, || {
         let out = node.tinylet(&["logs", "e2e/bomb"]);
         let text = String::from_utf8_lossy(&out.stdout).into_owned()
@@ -344,6 +351,24 @@ fn a_fork_bomb_stops_at_the_pods_pids_limit_and_the_agent_keeps_answering() {
     wait_for("the bomb's cgroup to go", SLOW, || {
         (!dir("pids", &rel).exists()).then_some(())
     });
+}
+
+/// Forks refused by a pids limit in the cgroup tree at `path`: the kernel counts a
+/// refusal in the `pids.events` of the task's own cgroup on v1 (and on v2 before
+/// hierarchical events), not in the one whose limit was hit, so the tree is summed.
+fn refused_forks(path: &Path) -> i64 {
+    let own = std::fs::read_to_string(path.join("pids.events"))
+        .ok()
+        .and_then(|e| {
+            e.lines()
+                .find_map(|l| l.strip_prefix("max ")?.trim().parse().ok())
+        })
+        .unwrap_or(0);
+    let children = std::fs::read_dir(path).into_iter().flatten().flatten();
+    own + children
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| refused_forks(&e.path()))
+        .sum::<i64>()
 }
 
 /// MemAvailable in bytes.
