@@ -516,6 +516,49 @@ fn exec_sync_returns_output_and_exit_code() {
     });
 }
 
+/// The streaming calls answer with a URL on containerd's streaming server, which the
+/// harness (as the packaged config) binds to loopback; a request for no stream at all
+/// is refused, as the CRI says.
+#[test]
+fn streaming_calls_answer_with_loopback_urls() {
+    let ctd = Containerd::shared();
+    let (rt, _) = clients(ctd);
+    let case = unique("streamurl");
+    block_on(async {
+        let (pod, id, _) = running_container(ctd, &rt, &case, "sleep 600").await;
+        wait_state(&rt, &id, pb::ContainerState::ContainerRunning).await;
+        let exec = pb::ExecRequest {
+            container_id: id.clone(),
+            cmd: vec!["sh".into()],
+            stdin: true,
+            stdout: true,
+            ..Default::default()
+        };
+        let attach = pb::AttachRequest {
+            container_id: id.clone(),
+            stdout: true,
+            ..Default::default()
+        };
+        let urls = [
+            rt.exec(exec).await.expect("Exec"),
+            rt.attach(attach).await.expect("Attach"),
+            rt.port_forward(&pod, vec![80]).await.expect("PortForward"),
+        ];
+        for (url, kind) in urls.iter().zip(["/exec/", "/attach/", "/portforward/"]) {
+            assert!(url.starts_with("http://127.0.0.1:"), "{url}: not on loopback");
+            assert!(url.contains(kind), "{url}: no {kind}");
+        }
+        let none = pb::ExecRequest {
+            container_id: id.clone(),
+            cmd: vec!["true".into()],
+            ..Default::default()
+        };
+        let err = rt.exec(none).await.expect_err("an Exec with no stream");
+        assert_eq!(err.code(), Code::InvalidArgument, "{err}");
+        teardown(&rt, &pod).await;
+    });
+}
+
 #[test]
 fn exec_sync_past_its_limit_fails() {
     let ctd = Containerd::shared();

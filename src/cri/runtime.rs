@@ -1,5 +1,5 @@
 //! [`RuntimeClient`]: one typed async method per CRI `RuntimeService` call the agent
-//! makes (sandboxes, containers, exec, logs, stats, runtime status).
+//! makes (sandboxes, containers, exec, streaming URLs, logs, stats, runtime status).
 //!
 //! Each call carries a deadline, as kubelet's remote runtime does: the configured
 //! `runtimeRequestTimeout` for most calls, twice that for RunPodSandbox (it sets up the
@@ -30,6 +30,9 @@ const LIST_CONTAINERS: &str = "/runtime.v1.RuntimeService/ListContainers";
 const CONTAINER_STATUS: &str = "/runtime.v1.RuntimeService/ContainerStatus";
 const REOPEN_CONTAINER_LOG: &str = "/runtime.v1.RuntimeService/ReopenContainerLog";
 const EXEC_SYNC: &str = "/runtime.v1.RuntimeService/ExecSync";
+const EXEC: &str = "/runtime.v1.RuntimeService/Exec";
+const ATTACH: &str = "/runtime.v1.RuntimeService/Attach";
+const PORT_FORWARD: &str = "/runtime.v1.RuntimeService/PortForward";
 const LIST_CONTAINER_STATS: &str = "/runtime.v1.RuntimeService/ListContainerStats";
 
 /// The runtime service of one CRI endpoint. Cheap to clone (the channel is shared).
@@ -291,6 +294,39 @@ impl RuntimeClient {
         };
         let deadline = limit.map(|d| self.timeout.saturating_add(d));
         self.channel.unary(EXEC_SYNC, &req, deadline).await
+    }
+
+    /// A URL on the runtime's streaming server that runs `req.cmd` in the container
+    /// with the streams `req` asks for (one of stdin, stdout, stderr must be set).
+    pub async fn exec(&self, req: pb::ExecRequest) -> Result<String, CriError> {
+        let resp: pb::ExecResponse = self.channel.unary(EXEC, &req, Some(self.timeout)).await?;
+        non_empty(EXEC, "url", resp.url)
+    }
+
+    /// A URL on the runtime's streaming server attached to the container's own
+    /// process.
+    pub async fn attach(&self, req: pb::AttachRequest) -> Result<String, CriError> {
+        let resp: pb::AttachResponse = self.channel.unary(ATTACH, &req, Some(self.timeout)).await?;
+        non_empty(ATTACH, "url", resp.url)
+    }
+
+    /// A URL on the runtime's streaming server that forwards to `ports` inside the
+    /// sandbox's network namespace (the client names the port per stream; an empty
+    /// list allows any).
+    pub async fn port_forward(
+        &self,
+        sandbox_id: &str,
+        ports: Vec<i32>,
+    ) -> Result<String, CriError> {
+        let req = pb::PortForwardRequest {
+            pod_sandbox_id: sandbox_id.into(),
+            port: ports,
+        };
+        let resp: pb::PortForwardResponse = self
+            .channel
+            .unary(PORT_FORWARD, &req, Some(self.timeout))
+            .await?;
+        non_empty(PORT_FORWARD, "url", resp.url)
     }
 
     /// CPU, memory and writable-layer usage of the containers matching `filter`.
