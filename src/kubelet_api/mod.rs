@@ -81,7 +81,7 @@ pub fn start(up: &Rc<Uplink>) -> Result<(), SetupError> {
     let kc = kubeconfig::load(&api.kubeconfig)?;
     if !api.tls_cert_file.as_os_str().is_empty() {
         let (cert, key) = tls::files(api)?;
-        let config = tls::server_config(api, &kc, &cert, &key)?;
+        let (config, _) = tls::server_config(api, &kc, &cert, &key)?;
         listen(up, addr, config);
         return Ok(());
     }
@@ -97,7 +97,10 @@ pub fn start(up: &Rc<Uplink>) -> Result<(), SetupError> {
             return;
         };
         match tls::server_config(api, &kc, &sourced, &sourced) {
-            Ok(config) => listen(&up, addr, config),
+            Ok((config, serving)) => {
+                listen(&up, addr, config);
+                csr::rotate(up, serving, sourced.value).await;
+            }
             Err(e) => log::error!("kubelet API: the signed certificate: {e}; no kubelet API"),
         }
     };

@@ -14,14 +14,14 @@ use crate::uplink::tls_io::TlsStream;
 use crate::uplink::{Kubeconfig, SetupError};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::PrivateKeyDer;
-use rustls::server::WebPkiClientVerifier;
-use rustls::sign::SingleCertAndKey;
+use rustls::server::{ClientHello, ResolvesServerCert, WebPkiClientVerifier};
+use rustls::sign::CertifiedKey;
 use rustls::{ServerConfig, ServerConnection};
 use smol::io::{AsyncRead, AsyncWrite};
 use std::io;
 use std::path::Path;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{ready, Context, Poll};
 use tokio::io::ReadBuf;
 
@@ -37,13 +37,14 @@ pub fn files(api: &ApiServerConfig) -> Result<(Pem, Pem), SetupError> {
 }
 
 /// Builds the server configuration from the serving certificate chain and key (PEM),
-/// the config and the node's kubeconfig (its CA, unless `clientCAFile` is set).
+/// the config and the node's kubeconfig (its CA, unless `clientCAFile` is set); the
+/// certificate can be replaced later through the returned [`ServingCert`].
 pub fn server_config(
     api: &ApiServerConfig,
     kc: &Kubeconfig,
-    cert: &Sourced<Vec<u8>>,
-    key: &Sourced<Vec<u8>>,
-) -> Result<Arc<ServerConfig>, SetupError> {
+    cert: &Pem,
+    key: &Pem,
+) -> Result<(Arc<ServerConfig>, Arc<ServingCert>), SetupError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let tls_error = |from: &str, source| SetupError::Tls {
         from: from.to_string(),
@@ -64,17 +65,53 @@ pub fn server_config(
                 rustls::Error::General(e.to_string()),
             )
         })?;
-    let key_der = PrivateKeyDer::from_pem_slice(&key.value)
-        .map_err(|e| pem_error(&key.from, "a private key", e))?;
-    let certified = certified_key(certificates(cert)?, key_der, &provider)
-        .map_err(|e| tls_error(&format!("{} with {}", cert.from, key.from), e))?;
+    let serving = Arc::new(ServingCert {
+        current: Mutex::new(Arc::new(certified(cert, key)?)),
+    });
     let mut config = ServerConfig::builder_with_provider(provider)
         .with_protocol_versions(&[&rustls::version::TLS13])
         .map_err(|e| tls_error("TLS 1.3", e))?
         .with_client_cert_verifier(verifier)
-        .with_cert_resolver(Arc::new(SingleCertAndKey::from(certified)));
+        .with_cert_resolver(serving.clone());
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(Arc::new(config))
+    Ok((Arc::new(config), serving))
+}
+
+/// The serving certificate the handshakes use, replaceable while the server runs (a
+/// rotated certificate from the cluster: `super::csr::rotate`). A mutex because rustls
+/// wants a resolver that is `Sync`; only the agent's thread ever takes it.
+#[derive(Debug)]
+pub struct ServingCert {
+    current: Mutex<Arc<CertifiedKey>>,
+}
+
+impl ServingCert {
+    /// Serves `cert` with `key` from the next handshake on; on error the current one
+    /// stays.
+    pub fn replace(&self, cert: &Pem, key: &Pem) -> Result<(), SetupError> {
+        let new = Arc::new(certified(cert, key)?);
+        if let Ok(mut current) = self.current.lock() {
+            *current = new;
+        }
+        Ok(())
+    }
+}
+
+impl ResolvesServerCert for ServingCert {
+    fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        self.current.lock().ok().map(|k| k.clone())
+    }
+}
+
+/// The chain of `cert` with the key of `key`, checked to belong together.
+fn certified(cert: &Pem, key: &Pem) -> Result<CertifiedKey, SetupError> {
+    let provider = rustls::crypto::ring::default_provider();
+    let key_der = PrivateKeyDer::from_pem_slice(&key.value)
+        .map_err(|e| pem_error(&key.from, "a private key", e))?;
+    certified_key(certificates(cert)?, key_der, &provider).map_err(|source| SetupError::Tls {
+        from: format!("{} with {}", cert.from, key.from),
+        source,
+    })
 }
 
 /// A PEM file, bounded, with its name for messages.

@@ -15,6 +15,8 @@ pub struct Subject {
     pub common_name: Option<String>,
     /// O: the API server's groups.
     pub organizations: Vec<String>,
+    /// notBefore as `YYYY-MM-DD HH:MM:SS UTC`.
+    pub not_before: Option<String>,
     /// notAfter as `YYYY-MM-DD HH:MM:SS UTC`.
     pub not_after: Option<String>,
     /// The DER SubjectPublicKeyInfo.
@@ -81,7 +83,7 @@ const SET: u8 = 0x31;
 const OID_CN: &[u8] = &[0x55, 0x04, 0x03];
 const OID_O: &[u8] = &[0x55, 0x04, 0x0a];
 
-/// The subject CN and O values and notAfter of a DER certificate.
+/// The subject CN and O values, notBefore and notAfter of a DER certificate.
 pub fn subject(der: &[u8]) -> Option<Subject> {
     let (SEQUENCE, cert, _) = tlv(der)? else {
         return None;
@@ -107,9 +109,11 @@ pub fn subject(der: &[u8]) -> Option<Subject> {
         return None;
     };
     let spki = &rest[..rest.len() - after_spki.len()];
+    let not_before = tlv(validity);
     let mut out = Subject {
         public_key: spki.to_vec(),
-        not_after: tlv(validity)
+        not_before: not_before.and_then(|(t, time, _)| format_time(t, time)),
+        not_after: not_before
             .and_then(|(_, _, v)| tlv(v))
             .and_then(|(t, time, _)| format_time(t, time)),
         ..Subject::default()
