@@ -481,6 +481,9 @@ fn kubelet_api_authenticates_by_certificate_and_authorizes_by_review() {
     assert_eq!(value(&format!("{REFUSED}{{reason=\"unauthorized\"}}")), 1);
     assert!(value(&format!("{REFUSED}{{reason=\"forbidden\"}}")) >= 2);
     assert!(value("tinylet_kubelet_api_connections_accepted_total ") >= 2);
+    // Every connection's TLS records count, the refused ones' too.
+    assert!(value("tinylet_kubelet_api_received_bytes_total ") > 1000);
+    assert!(value("tinylet_kubelet_api_sent_bytes_total ") > 1000);
     n.node.assert_agent_alive();
 }
 

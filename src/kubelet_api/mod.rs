@@ -123,7 +123,7 @@ fn listen(up: &Rc<Uplink>, addr: std::net::SocketAddr, tls: Arc<ServerConfig>) {
         ctx: up.ctx.clone(),
         tls,
         authz: authz::Authorizer::new(up.clone()),
-        counters: Rc::default(),
+        counters: up.kubelet_api_bytes.clone(),
     });
     let accept =
         crate::server::accept_bounded(listener, MAX_CONNECTIONS, "kubelet API", move |s| {

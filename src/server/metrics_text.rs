@@ -38,7 +38,7 @@ pub async fn answer(src: &Sources) -> Answer {
     if let Some(u) = &src.uplink {
         uplink(&mut t, u.client.counters());
         events(&mut t, &src.ctx.events);
-        kubelet_api(&mut t);
+        kubelet_api(&mut t, u.kubelet_api_bytes.snapshot());
     }
     t.family(
         "process_resident_memory_bytes",
@@ -457,9 +457,25 @@ fn events(t: &mut Text, r: &crate::agent::events::Recorder) {
     }
 }
 
-/// The kubelet API's connections: authorized, and refused by reason.
+/// The kubelet API's connections (authorized, and refused by reason) and its bytes.
 #[cfg(feature = "uplink")]
-fn kubelet_api(t: &mut Text) {
+fn kubelet_api(t: &mut Text, bytes: crate::uplink::counters::Snapshot) {
+    let figures = [
+        (
+            "tinylet_kubelet_api_sent_bytes_total",
+            "Bytes the kubelet API sent (TLS included).",
+            bytes.bytes_sent,
+        ),
+        (
+            "tinylet_kubelet_api_received_bytes_total",
+            "Bytes the kubelet API received (TLS included).",
+            bytes.bytes_received,
+        ),
+    ];
+    for (name, help, v) in figures {
+        t.family(name, "counter", help);
+        t.sample(name, &[], v);
+    }
     const ACCEPTED: &str = "tinylet_kubelet_api_connections_accepted_total";
     const REFUSED: &str = "tinylet_kubelet_api_connections_refused_total";
     metrics::with(|m| {
@@ -545,9 +561,12 @@ mod tests {
         metrics::kubelet_api_refused(metrics::Refused::Forbidden);
         metrics::kubelet_api_refused(metrics::Refused::Forbidden);
         metrics::kubelet_api_refused(metrics::Refused::TlsHandshake);
+        let bytes = crate::uplink::counters::Counters::default();
+        bytes.sent(300);
+        bytes.received(120);
         let mut t = Text(String::new());
         events(&mut t, &r);
-        kubelet_api(&mut t);
+        kubelet_api(&mut t, bytes.snapshot());
         for line in [
             "# TYPE tinylet_events_filtered_total counter\n",
             "\ntinylet_events_filtered_total 3\n",
@@ -556,6 +575,8 @@ mod tests {
             "\ntinylet_kubelet_api_connections_refused_total{reason=\"tls_handshake\"} 1\n",
             "\ntinylet_kubelet_api_connections_refused_total{reason=\"unauthorized\"} 0\n",
             "\ntinylet_kubelet_api_connections_refused_total{reason=\"forbidden\"} 2\n",
+            "\ntinylet_kubelet_api_sent_bytes_total 300\n",
+            "\ntinylet_kubelet_api_received_bytes_total 120\n",
         ] {
             assert!(t.0.contains(line), "{line:?} in\n{}", t.0);
         }

@@ -19,6 +19,8 @@ pub struct Uplink {
     pub ctx: Rc<Context>,
     /// The port the kubelet API serves on (0: it does not), for the Node's status.
     pub kubelet_port: std::cell::Cell<u16>,
+    /// The kubelet API's TLS bytes (all its connections), for `/metrics`.
+    pub kubelet_api_bytes: Rc<super::counters::Counters>,
 }
 
 /// Reads the node's kubeconfig and makes the uplink; `None` for a local-only config.
@@ -41,5 +43,6 @@ pub fn new(ctx: &Rc<Context>) -> Result<Option<Rc<Uplink>>, SetupError> {
         node_name: ctx.host.node_name.clone(),
         ctx: ctx.clone(),
         kubelet_port: Default::default(),
+        kubelet_api_bytes: Rc::default(),
     })))
 }
