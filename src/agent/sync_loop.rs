@@ -40,7 +40,8 @@ use std::time::{Duration, Instant};
 struct WorkerHandle {
     tx: Sender<Msg>,
     task: Task<()>,
-    pod: Pod,
+    /// The spec the worker runs, shared with it (one copy of each pod's spec).
+    pod: Rc<Pod>,
     deleting: bool,
 }
 
@@ -167,7 +168,7 @@ impl SyncLoop {
                 .workers
                 .values()
                 .filter(|w| !w.deleting)
-                .map(|w| &w.pod)
+                .map(|w| &*w.pod)
                 .collect();
             let evict = self.housekeeping.tick(&self.ctx, &desired).await;
             if let Some(e) = evict {
@@ -217,14 +218,14 @@ impl SyncLoop {
             seen.insert(uid.clone());
             match self.workers.get_mut(&uid) {
                 Some(w) if w.deleting => {}
-                Some(w) if w.pod != pod => {
+                Some(w) if *w.pod != pod => {
                     log::info!(
                         "pod {}/{}: spec changed",
                         pod.metadata.namespace,
                         pod.metadata.name
                     );
-                    w.pod = pod.clone();
-                    let _ = w.tx.try_send(Msg::Update(Box::new(pod)));
+                    w.pod = Rc::new(pod);
+                    let _ = w.tx.try_send(Msg::Update(w.pod.clone()));
                 }
                 Some(_) => {}
                 None => {
@@ -236,6 +237,7 @@ impl SyncLoop {
                     // Only a worker of this uid makes things for it, and there is none:
                     // when the last relist saw nothing of it, there is nothing.
                     let absent = self.last.as_ref().is_some_and(|s| !s.contains_key(&uid));
+                    let pod = Rc::new(pod);
                     let (tx, task) = worker::spawn(self.ctx.clone(), pod.clone(), absent);
                     self.workers.insert(
                         uid,
@@ -275,14 +277,15 @@ impl SyncLoop {
             Some(w) if w.deleting => {}
             Some(w) => {
                 log::info!("pod {ns}/{name}: deleted in the cluster (grace period {grace:?})");
-                w.pod = pod.clone();
+                w.pod = Rc::new(pod);
                 w.deleting = true;
-                let _ = w.tx.try_send(Msg::Update(Box::new(pod)));
+                let _ = w.tx.try_send(Msg::Update(w.pod.clone()));
                 let _ = w.tx.try_send(Msg::Delete);
             }
             None if self.ctx.store.borrow().is_terminated(&uid) => {}
             None => {
                 log::info!("pod {ns}/{name}: deleted in the cluster; making sure it is stopped");
+                let pod = Rc::new(pod);
                 let (tx, task) = worker::spawn(self.ctx.clone(), pod.clone(), false);
                 let handle = WorkerHandle {
                     tx,
@@ -311,7 +314,7 @@ impl SyncLoop {
         desired.retain(|p| {
             p.metadata.uid != *uid && (&p.metadata.namespace, &p.metadata.name) != (ns, name)
         });
-        desired.push(w.pod.clone());
+        desired.push(Pod::clone(&w.pod));
         match self.ctx.store.borrow_mut().restore_pod(&w.pod) {
             Ok(Some(moved)) => {
                 let note = format!(

@@ -88,14 +88,16 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
         };
         crate::server::start(addr, src);
     }
-    crate::rt::block_on(async move {
+    // Boxed: the agent's whole future (sync loop, housekeeping, their CRI calls) on
+    // the heap, not on the main thread's stack, whose touched pages stay resident.
+    crate::rt::block_on(Box::pin(async move {
         wait_for_runtime(&ctx).await;
         #[cfg(feature = "uplink")]
         if let Some(u) = &uplink {
             crate::uplink::tasks::start(u);
         }
         SyncLoop::new(ctx).run().await;
-    });
+    }));
     Ok(())
 }
 

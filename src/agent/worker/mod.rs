@@ -54,8 +54,8 @@ use std::time::{Duration, Instant};
 /// What the sync loop tells a worker.
 #[derive(Debug)]
 pub enum Msg {
-    /// The pod's spec changed.
-    Update(Box<Pod>),
+    /// The pod's spec changed (shared with the sync loop's handle: one copy per pod).
+    Update(Rc<Pod>),
     /// Something happened to the pod on the runtime; look again.
     Wake,
     /// The pod is no longer desired: stop it with its grace period and remove it.
@@ -75,7 +75,8 @@ const CONFIG_RETRY: Duration = Duration::from_secs(10);
 
 struct Worker {
     ctx: Rc<Context>,
-    pod: Pod,
+    /// The spec, shared with the sync loop's handle of this worker.
+    pod: Rc<Pod>,
     crash: Backoff,
     pulls: Backoff,
     sandbox_backoff: Backoff,
@@ -135,7 +136,7 @@ enum Woken {
 /// Starts the worker of `pod`; the returned sender drives it. `known_absent`: the
 /// runtime is known to hold nothing of this pod (a relist made after the last worker of
 /// its uid, if any, was gone).
-pub fn spawn(ctx: Rc<Context>, pod: Pod, known_absent: bool) -> (Sender<Msg>, smol::Task<()>) {
+pub fn spawn(ctx: Rc<Context>, pod: Rc<Pod>, known_absent: bool) -> (Sender<Msg>, smol::Task<()>) {
     let (tx, rx) = smol::channel::unbounded();
     let last_status = ctx
         .store
@@ -223,7 +224,7 @@ impl Worker {
             for m in msgs {
                 match m {
                     Msg::Update(p) => {
-                        self.pod = *p;
+                        self.pod = p;
                         self.store_note = None;
                     }
                     Msg::DesiredFileRestored(note) => self.store_note = Some(note),
