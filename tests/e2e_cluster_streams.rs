@@ -116,15 +116,24 @@ fn kubectl_exec_attach_and_port_forward_through_the_api_server() {
     );
 
     // exec: the output and the exit code come back (retried until the pod runs).
-    let out = wait_for("kubectl exec to print hi", START, || {
+    let deadline = Instant::now() + START;
+    let out = loop {
         let out = kubectl(
             kube,
             &["exec", "shell", "--", "sh", "-c", "echo hi; exit 3"],
         )
         .output()
         .unwrap();
-        (out.stdout == b"hi\n").then_some(out)
-    });
+        if out.stdout == b"hi\n" {
+            break out;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "kubectl exec: {out:?}\nagent:\n{}",
+            n.node.agent_log_tail()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    };
     assert_eq!(out.status.code(), Some(3), "{out:?}");
 
     // exec -i: stdin goes through and its end reaches the command.

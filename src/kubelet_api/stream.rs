@@ -184,7 +184,9 @@ impl StreamRequest {
         };
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            let v = decode(v)?;
+            // The API server encodes a query as Go's url.Values: a space is '+', a
+            // '+' is %2B.
+            let v = decode(&v.replace('+', " "))?;
             match k {
                 "command" => r.cmd.push(v),
                 "input" | "stdin" => r.stdin = boolean(k, &v)?,
@@ -400,7 +402,7 @@ mod tests {
     fn exec_takes_kubelets_query() {
         let r = parse(
             "/exec/ns/p/c",
-            "command=sh&command=-c&command=echo%20hi&input=1&output=1&error=1&tty=0",
+            "command=sh&command=-c&command=echo+hi%2B1&input=1&output=1&error=1&tty=0",
         )
         .unwrap();
         assert_eq!(r.kind, StreamKind::Exec);
@@ -408,7 +410,7 @@ mod tests {
             (r.ns.as_str(), r.pod.as_str(), r.container.as_str()),
             ("ns", "p", "c")
         );
-        assert_eq!(r.cmd, ["sh", "-c", "echo hi"]);
+        assert_eq!(r.cmd, ["sh", "-c", "echo hi+1"]);
         assert!(r.stdin && r.stdout && r.stderr && !r.tty);
         let r = parse(
             "/exec/ns/p/uid-1/c",
