@@ -48,7 +48,18 @@ pub struct ApiServerConfig {
     pub server_tls_bootstrap: bool,
     /// kubelet's `authentication`: who may call the kubelet API.
     pub authentication: Authentication,
+    /// kubelet's `streamingConnectionIdleTimeout`: an exec, attach or port-forward
+    /// stream with no byte in either direction for this long is closed.
+    #[serde(with = "duration")]
+    pub streaming_connection_idle_timeout: Duration,
+    /// Exec, attach and port-forward streams open at once; one more is answered 429.
+    pub max_streams: u32,
 }
+
+/// The most `maxStreams` may be: below the kubelet API's connection bound
+/// (`kubelet_api::MAX_CONNECTIONS`, 16), so that logs and metrics still get through
+/// while streams are open.
+pub const MAX_STREAMS_LIMIT: u32 = 12;
 
 /// kubelet's `authentication` (only `x509`: anonymous requests are refused).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -99,6 +110,8 @@ impl Default for ApiServerConfig {
             tls_private_key_file: PathBuf::new(),
             server_tls_bootstrap: false,
             authentication: Authentication::default(),
+            streaming_connection_idle_timeout: Duration::from_secs(4 * 3600),
+            max_streams: 8,
         }
     }
 }
@@ -246,6 +259,25 @@ impl ApiServerConfig {
                 "tlsCertFile and tlsPrivateKeyFile are set together or not at all".into(),
             );
         }
+        if !(1..=MAX_STREAMS_LIMIT).contains(&self.max_streams) {
+            return err(
+                "maxStreams",
+                format!(
+                    "expected 1 to {MAX_STREAMS_LIMIT} (concurrent exec, attach and \
+                     port-forward streams), got {}",
+                    self.max_streams
+                ),
+            );
+        }
+        if self.streaming_connection_idle_timeout < Duration::from_secs(1) {
+            return err(
+                "streamingConnectionIdleTimeout",
+                format!(
+                    "must be at least 1s, got {}",
+                    format_duration(self.streaming_connection_idle_timeout)
+                ),
+            );
+        }
         Ok(())
     }
 
@@ -307,6 +339,11 @@ mod tests {
         assert_eq!(api.max_pods, 110);
         assert_eq!(api.node_status_update_frequency, Duration::from_secs(10));
         assert_eq!(api.node_status_report_frequency, Duration::from_secs(300));
+        assert_eq!(
+            api.streaming_connection_idle_timeout,
+            Duration::from_secs(14400)
+        );
+        assert_eq!(api.max_streams, 8);
         assert!(api.node_labels.is_empty() && api.register_with_taints.is_empty());
         assert_eq!(Config::parse(&c.to_pretty_json()).unwrap(), c);
         // Absent means local-only, and check-config's JSON does not mention it.
@@ -354,6 +391,18 @@ mod tests {
             (
                 r#"{"kubeconfig":"/k","nodeStatusReportFrequency":"5 min"}"#,
                 "apiServer.nodeStatusReportFrequency: expected a duration",
+            ),
+            (
+                r#"{"kubeconfig":"/k","maxStreams":0}"#,
+                "apiServer.maxStreams: expected 1 to 12",
+            ),
+            (
+                r#"{"kubeconfig":"/k","maxStreams":13}"#,
+                "apiServer.maxStreams: expected 1 to 12",
+            ),
+            (
+                r#"{"kubeconfig":"/k","streamingConnectionIdleTimeout":"0s"}"#,
+                "apiServer.streamingConnectionIdleTimeout: must be at least 1s",
             ),
             (
                 r#"{"kubeconfig":"/k","nodeLease":40}"#,

@@ -240,7 +240,7 @@ pub async fn timed(
 }
 
 /// Go's `strconv.ParseBool`, as kubelet reads the query.
-fn boolean(key: &str, v: &str) -> Result<bool, Refused> {
+pub(super) fn boolean(key: &str, v: &str) -> Result<bool, Refused> {
     match v {
         "1" | "t" | "T" | "true" | "TRUE" | "True" | "" => Ok(true),
         "0" | "f" | "F" | "false" | "FALSE" | "False" => Ok(false),
@@ -262,7 +262,7 @@ fn number(key: &str, v: &str, min: u64) -> Result<u64, Refused> {
 
 /// Percent-decoding of a path segment or query value (`+` is a space in a query, but
 /// kubelet's values never hold one; it is kept, so a `sinceTime` offset survives).
-fn decode(s: &str) -> Result<String, Refused> {
+pub(super) fn decode(s: &str) -> Result<String, Refused> {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;

@@ -7,8 +7,9 @@
 //! off and webhook authorization: the client certificate's CN and O ([`auth`]), a
 //! `SubjectAccessReview` for `nodes/<subresource>` ([`authz`], cached). No certificate:
 //! 401; denied: 403; the API server unreachable: 500. Served: `/containerLogs/...`
-//! ([`container_logs`]), `/healthz` and `/pods` as on the local endpoint, kubelet's
-//! `/metrics/resource` (node and container CPU and memory).
+//! ([`container_logs`]), `/exec`, `/attach` and `/portForward` relayed to the runtime's
+//! streaming server ([`stream`], [`relay`]), `/healthz` and `/pods` as on the local
+//! endpoint, kubelet's `/metrics/resource` (node and container CPU and memory).
 //!
 //! Bounded: at most [`MAX_CONNECTIONS`] (the oldest is closed for a new one), a request
 //! head of `server::MAX_HEAD`, [`SETUP_DEADLINE`] from accept to an authorized request
@@ -22,6 +23,8 @@ mod authz;
 mod container_logs;
 mod csr;
 mod csr_der;
+mod relay;
+mod stream;
 mod tls;
 
 use crate::agent::context::Context;
@@ -58,6 +61,8 @@ struct KubeletApi {
     authz: authz::Authorizer,
     /// TLS bytes of the kubelet API (not the uplink's).
     counters: Rc<Counters>,
+    /// Exec, attach and port-forward streams open now.
+    streams: std::cell::Cell<usize>,
 }
 
 /// Serves the kubelet API when `apiServer` names a port and a certificate (files, or
@@ -118,12 +123,16 @@ fn listen(up: &Rc<Uplink>, addr: std::net::SocketAddr, tls: Arc<ServerConfig>) {
         }
     };
     up.kubelet_port.set(addr.port());
-    log::info!("kubelet API on https://{addr}/ (containerLogs, healthz, pods, metrics/resource)");
+    log::info!(
+        "kubelet API on https://{addr}/ (containerLogs, exec, attach, portForward, healthz, \
+         pods, metrics/resource)"
+    );
     let shared = Rc::new(KubeletApi {
         ctx: up.ctx.clone(),
         tls,
         authz: authz::Authorizer::new(up.clone()),
         counters: up.kubelet_api_bytes.clone(),
+        streams: Default::default(),
     });
     let accept =
         crate::server::accept_bounded(listener, MAX_CONNECTIONS, "kubelet API", move |s| {
@@ -225,6 +234,11 @@ async fn authorize(api: &KubeletApi, user: Option<&User>, head: &Head) -> Option
 /// The answer to an authorized request.
 async fn route(conn: &mut TlsConn, api: &KubeletApi, head: &Head) -> std::io::Result<()> {
     let cfg = &api.ctx.cfg;
+    match stream::StreamRequest::parse(&head.path, &head.query) {
+        Some(Ok(req)) => return stream::serve(conn, api, head, req).await,
+        Some(Err(refused)) => return container_logs::timed(refused.answer().write_to(conn)).await,
+        None => {}
+    }
     if let Some(rest) = head.path.strip_prefix("/containerLogs/") {
         if head.method != "GET" {
             return container_logs::timed(Answer::text(405, "only GET is served\n").write_to(conn))
@@ -246,7 +260,8 @@ async fn route(conn: &mut TlsConn, api: &KubeletApi, head: &Head) -> std::io::Re
         }
         _ => Answer::text(
             404,
-            "not found; served: /containerLogs/, /healthz, /pods, /metrics/resource\n",
+            "not found; served: /containerLogs/, /exec/, /attach/, /portForward/, /healthz, \
+             /pods, /metrics/resource\n",
         ),
     };
     container_logs::timed(answer.write_to(conn)).await

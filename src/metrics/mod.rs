@@ -76,6 +76,10 @@ pub struct Counters {
     pub kubelet_api_accepted: Cell<u64>,
     /// kubelet API connections refused, by reason as in [`KUBELET_API_REFUSED`].
     pub kubelet_api_refused: [Cell<u64>; 3],
+    /// Exec, attach and port-forward streams relayed to the runtime.
+    pub kubelet_api_streams_opened: Cell<u64>,
+    /// Streams refused past `apiServer.maxStreams`.
+    pub kubelet_api_streams_refused: Cell<u64>,
 }
 
 thread_local! {
@@ -164,5 +168,17 @@ pub fn kubelet_api_refused(why: Refused) {
         if let Some(c) = m.kubelet_api_refused.get(why as usize) {
             add(c, 1)
         }
+    })
+}
+
+/// Counts one stream opened (`true`) or refused past the limit.
+pub fn kubelet_api_stream(opened: bool) {
+    with(|m| {
+        let c = if opened {
+            &m.kubelet_api_streams_opened
+        } else {
+            &m.kubelet_api_streams_refused
+        };
+        add(c, 1)
     })
 }

@@ -1,5 +1,5 @@
 //! Just enough HTTP/1.1 for the status endpoint and the kubelet API: read a request head
-//! (bounded), parse its request line, write an answer with `Content-Length` (or a chunked
+//! (bounded), parse its request line and headers, write an answer with `Content-Length` (or a chunked
 //! body, for a log being followed) and `Connection: close`. Generic over the stream: a
 //! TCP socket here, TLS in `crate::kubelet_api`.
 
@@ -7,7 +7,7 @@ use async_io::Async;
 use smol::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use std::net::TcpStream;
 
-/// A request's method and path (without the query).
+/// A request's method, path (without the query) and headers.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Head {
     /// `GET`, ...
@@ -16,6 +16,21 @@ pub struct Head {
     pub path: String,
     /// What follows `?` in the target (undecoded), empty without one.
     pub query: String,
+    /// The header fields as sent (names as the client spelt them), in order; bounded
+    /// by the head's size limit.
+    pub headers: Vec<(String, String)>,
+    /// Bytes read past the head (the start of a body or of an upgraded stream).
+    pub early: Vec<u8>,
+}
+
+impl Head {
+    /// The values of header `name` (case-insensitive), in order.
+    pub fn header<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.headers
+            .iter()
+            .filter(move |(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
 }
 
 /// Why no request could be read.
@@ -25,7 +40,7 @@ pub enum BadHead {
     Closed,
     /// The head grew past the limit.
     TooLarge,
-    /// The request line is not `METHOD PATH HTTP/1.x`.
+    /// The request line is not `METHOD PATH HTTP/1.x`, or a header line has no `:`.
     Malformed,
 }
 
@@ -51,7 +66,9 @@ pub async fn read_head<S: AsyncRead + Unpin>(stream: &mut S, max: usize) -> Resu
         let from = buf.len().saturating_sub(3);
         buf.extend_from_slice(&chunk[..n]);
         if let Some(end) = buf[from..].windows(4).position(|w| w == b"\r\n\r\n") {
-            return parse(&buf[..from + end]);
+            let mut head = parse(&buf[..from + end])?;
+            head.early = buf[from + end + 4..].to_vec();
+            return Ok(head);
         }
         if buf.len() > max {
             return Err(BadHead::TooLarge);
@@ -59,10 +76,11 @@ pub async fn read_head<S: AsyncRead + Unpin>(stream: &mut S, max: usize) -> Resu
     }
 }
 
-/// Parses the request line of a head (headers are not needed by any route).
+/// Parses a head (without its final blank line): the request line, then header lines.
 pub fn parse(head: &[u8]) -> Result<Head, BadHead> {
-    let line = head.split(|b| *b == b'\r').next().unwrap_or_default();
-    let line = std::str::from_utf8(line).map_err(|_| BadHead::Malformed)?;
+    let text = std::str::from_utf8(head).map_err(|_| BadHead::Malformed)?;
+    let mut lines = text.split("\r\n");
+    let line = lines.next().unwrap_or_default();
     let mut parts = line.split(' ');
     let (Some(method), Some(target), Some(version), None) =
         (parts.next(), parts.next(), parts.next(), parts.next())
@@ -73,10 +91,20 @@ pub fn parse(head: &[u8]) -> Result<Head, BadHead> {
         return Err(BadHead::Malformed);
     }
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let mut headers = Vec::new();
+    for field in lines {
+        let (name, value) = field.split_once(':').ok_or(BadHead::Malformed)?;
+        if name.is_empty() || name.contains([' ', '\t']) {
+            return Err(BadHead::Malformed);
+        }
+        headers.push((name.to_string(), value.trim().to_string()));
+    }
     Ok(Head {
         method: method.into(),
         path: path.into(),
         query: query.into(),
+        headers,
+        early: Vec::new(),
     })
 }
 
@@ -136,6 +164,7 @@ fn reason(status: u16) -> &'static str {
         403 => "Forbidden",
         404 => "Not Found",
         405 => "Method Not Allowed",
+        429 => "Too Many Requests",
         431 => "Request Header Fields Too Large",
         503 => "Service Unavailable",
         _ => "Internal Server Error",
@@ -209,6 +238,26 @@ mod tests {
         assert_eq!(h.method, "GET");
         assert_eq!(h.path, "/metrics");
         assert_eq!(h.query, "x=1");
+        assert_eq!(h.header("host").collect::<Vec<_>>(), ["a"]);
+    }
+
+    #[test]
+    fn headers_keep_order_and_repeats() {
+        let h = parse(
+            b"POST /exec/a/b/c HTTP/1.1\r\nUpgrade: SPDY/3.1\r\n\
+            X-Stream-Protocol-Version: v4.channel.k8s.io\r\n\
+            x-stream-protocol-version:  v3.channel.k8s.io ",
+        )
+        .unwrap();
+        assert_eq!(h.header("upgrade").collect::<Vec<_>>(), ["SPDY/3.1"]);
+        let versions: Vec<_> = h.header("X-Stream-Protocol-Version").collect();
+        assert_eq!(versions, ["v4.channel.k8s.io", "v3.channel.k8s.io"]);
+        for bad in [
+            &b"GET / HTTP/1.1\r\nno colon"[..],
+            b"GET / HTTP/1.1\r\nA b: c",
+        ] {
+            assert!(matches!(parse(bad), Err(BadHead::Malformed)), "{bad:?}");
+        }
     }
 
     #[test]

@@ -496,6 +496,21 @@ fn kubelet_api(t: &mut Text, bytes: crate::uplink::counters::Snapshot) {
         {
             t.sample(REFUSED, &[("reason", why)], n.get());
         }
+        for (name, help, c) in [
+            (
+                "tinylet_kubelet_api_streams_opened_total",
+                "exec, attach and port-forward streams relayed to the runtime.",
+                &m.kubelet_api_streams_opened,
+            ),
+            (
+                "tinylet_kubelet_api_streams_refused_total",
+                "streams refused (429) past apiServer.maxStreams.",
+                &m.kubelet_api_streams_refused,
+            ),
+        ] {
+            t.family(name, "counter", help);
+            t.sample(name, &[], c.get());
+        }
     })
 }
 
