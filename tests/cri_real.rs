@@ -545,7 +545,10 @@ fn streaming_calls_answer_with_loopback_urls() {
             rt.port_forward(&pod, vec![80]).await.expect("PortForward"),
         ];
         for (url, kind) in urls.iter().zip(["/exec/", "/attach/", "/portforward/"]) {
-            assert!(url.starts_with("http://127.0.0.1:"), "{url}: not on loopback");
+            assert!(
+                url.starts_with("http://127.0.0.1:"),
+                "{url}: not on loopback"
+            );
             assert!(url.contains(kind), "{url}: no {kind}");
         }
         let none = pb::ExecRequest {
