@@ -83,6 +83,7 @@ pub async fn run(url: &str, streams: Streams) -> Result<i32, CliError> {
     let mut ws = WsConn::connect(url, ch::PROTOCOLS)
         .await
         .map_err(|e| failed("exec stream", e))?;
+    log::debug!("exec stream {url}: protocol {}", ws.protocol);
     let signals = [
         Signal::Winch,
         Signal::Term,
