@@ -131,3 +131,86 @@ impl WsConn {
         Ok(self.sock.write_all(&websocket::encode_close()).await?)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Fault injection: a server on loopback answering what a broken or hostile one
+    //! would. The real streaming server is exercised by tests/e2e_exec_stream.rs.
+    use super::*;
+    use std::io::{BufRead, BufReader, Write};
+    use std::net::TcpListener;
+
+    /// A server that reads the request, then answers `answer(key)`; returns the URL.
+    fn serve(answer: impl FnOnce(&str) -> Vec<u8> + Send + 'static) -> String {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/exec/tok", l.local_addr().unwrap());
+        std::thread::spawn(move || {
+            let (s, _) = l.accept().unwrap();
+            let mut r = BufReader::new(s.try_clone().unwrap());
+            let mut key = String::new();
+            loop {
+                let mut line = String::new();
+                if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(k) = line.strip_prefix("Sec-WebSocket-Key: ") {
+                    key = k.trim().to_string();
+                }
+            }
+            let _ = (&s).write_all(&answer(&key));
+            // Keep the socket open until the client is done with it.
+            let _ = r.read_line(&mut String::new());
+        });
+        url
+    }
+
+    fn ok_head(key: &str) -> Vec<u8> {
+        format!(
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+             Sec-WebSocket-Accept: {}\r\nSec-WebSocket-Protocol: v4.channel.k8s.io\r\n\r\n",
+            hs::accept_for(key)
+        )
+        .into_bytes()
+    }
+
+    fn connect(url: &str) -> Result<WsConn, WsError> {
+        crate::rt::block_on(WsConn::connect(
+            url,
+            &["v5.channel.k8s.io", "v4.channel.k8s.io"],
+        ))
+    }
+
+    #[test]
+    fn handshake_faults_are_named() {
+        let url = serve(|_| {
+            b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: AAAA\r\n\r\n".to_vec()
+        });
+        let e = connect(&url).err().unwrap().to_string();
+        assert!(e.contains("Sec-WebSocket-Accept: expected"), "{e}");
+        let url = serve(|_| vec![b'x'; 20_000]);
+        let e = connect(&url).err().unwrap().to_string();
+        assert!(e.contains("over 8192 bytes"), "{e}");
+        let url = serve(|_| b"HTTP/1.1 404 Not Found\r\n\r\n".to_vec());
+        let e = connect(&url).err().unwrap().to_string();
+        assert!(e.contains("404"), "{e}");
+    }
+
+    #[test]
+    fn frames_right_behind_the_answer_and_a_huge_frame() {
+        let url = serve(|key| {
+            let mut a = ok_head(key);
+            a.extend_from_slice(b"\x82\x03\x01hi");
+            // A frame claiming 2^62 bytes: refused from its header.
+            a.extend_from_slice(&[0x82, 127, 0x40, 0, 0, 0, 0, 0, 0, 0]);
+            a
+        });
+        crate::rt::block_on(async {
+            let mut ws = WsConn::connect(&url, &["v4.channel.k8s.io"]).await.unwrap();
+            assert_eq!(ws.protocol, "v4.channel.k8s.io");
+            let m = ws.recv().await.unwrap();
+            assert_eq!(m, Some(Message::Binary(b"\x01hi".to_vec())));
+            let e = ws.recv().await.err().unwrap().to_string();
+            assert!(e.contains("over the limit"), "{e}");
+        });
+    }
+}
