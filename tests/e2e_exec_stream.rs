@@ -6,7 +6,8 @@
 //! and stderr stay apart, the exit code comes back; a scripted terminal session (python3
 //! `pty`): a prompt, `echo $((6*7))` gives 42, `tty` names a /dev/pts, the window size
 //! set before and changed during the session reaches the remote terminal, `exit 5`
-//! gives 5 and the local terminal is out of raw mode afterwards; a missing pod.
+//! gives 5 and the local terminal is out of raw mode afterwards; a container that is not
+//! running; a missing pod.
 
 mod agent_support;
 mod common;
@@ -105,6 +106,25 @@ fn large_stdin_arrives_whole() {
         .unwrap();
     let hash = |o: &[u8]| text(o).split_whitespace().next().unwrap_or("").to_string();
     assert_eq!(hash(&out.stdout), hash(&want.stdout));
+}
+
+#[test]
+fn stopped_container_is_said() {
+    let n = node();
+    n.apply(&pod(
+        "done",
+        json!({"restartPolicy": "Never", "containers": [sh("main", n.image(), "true")]}),
+    ));
+    n.wait_pod("done", "Succeeded", Duration::from_secs(60), |p| {
+        phase(p) == "Succeeded"
+    });
+    let out = exec_piped(&[&format!("{NS}/done"), "-i", "--", "cat"], b"");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("container main of pod e2e/done is not running"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -2,21 +2,21 @@
 //! and putting back what the session changed.
 //!
 //! [`Restore`] puts the saved terminal attributes and file status flags (async-io sets
-//! O_NONBLOCK on stdin and stdout, which share their open file with the shell's
+//! O_NONBLOCK on stdin, stdout and stderr, which share their open file with the shell's
 //! terminal) back when dropped: on a normal end, on an error (`?` unwinds through it)
 //! and on the signals the session catches (SIGTERM, SIGHUP, SIGINT, SIGQUIT end the
 //! session by returning, so the drop runs). SIGKILL cannot be caught; `reset` fixes
 //! the terminal then.
 
-use rustix::fd::{AsFd, BorrowedFd};
+use rustix::fd::BorrowedFd;
 use rustix::fs::{fcntl_getfl, fcntl_setfl, OFlags};
 use rustix::termios::{isatty, tcgetattr, tcgetwinsize, tcsetattr, OptionalActions, Termios};
 
-/// What to put back on fds 0 and 1 when the session ends.
+/// What to put back on fds 0, 1 and 2 when the session ends.
 pub struct Restore {
     termios: Option<Termios>,
-    stdin_flags: Option<OFlags>,
-    stdout_flags: Option<OFlags>,
+    /// The file status flags of stdin, stdout, stderr.
+    flags: [Option<OFlags>; 3],
 }
 
 fn stdin() -> BorrowedFd<'static> {
@@ -27,15 +27,18 @@ fn stdout() -> BorrowedFd<'static> {
     rustix::stdio::stdout()
 }
 
+fn stdio() -> [BorrowedFd<'static>; 3] {
+    [stdin(), stdout(), rustix::stdio::stderr()]
+}
+
 impl Restore {
-    /// Saves the flags of stdin and stdout; with `raw`, puts the terminal on stdin (if
+    /// Saves the flags of stdin, stdout and stderr; with `raw`, puts the terminal on stdin (if
     /// it is one) in raw mode: keys go to the remote terminal as typed (Ctrl-C included),
     /// its echo is the only one.
     pub fn save(raw: bool) -> std::io::Result<Restore> {
         let mut r = Restore {
             termios: None,
-            stdin_flags: fcntl_getfl(stdin()).ok(),
-            stdout_flags: fcntl_getfl(stdout()).ok(),
+            flags: stdio().map(|fd| fcntl_getfl(fd).ok()),
         };
         if raw && isatty(stdin()) {
             let saved = tcgetattr(stdin())?;
@@ -54,17 +57,12 @@ impl Drop for Restore {
         if let Some(t) = &self.termios {
             let _ = tcsetattr(stdin(), OptionalActions::Now, t);
         }
-        for (fd, flags) in [(stdin(), self.stdin_flags), (stdout(), self.stdout_flags)] {
+        for (fd, flags) in stdio().into_iter().zip(self.flags) {
             if let Some(f) = flags {
                 let _ = fcntl_setfl(fd, f);
             }
         }
     }
-}
-
-/// Whether `fd` is a terminal.
-pub fn is_terminal(fd: impl AsFd) -> bool {
-    isatty(fd)
 }
 
 /// The size of the terminal on stdout (else stdin) as (columns, rows), if either is a
