@@ -6,7 +6,7 @@
 //! and stderr stay apart, the exit code comes back; a scripted terminal session (python3
 //! `pty`): a prompt, `echo $((6*7))` gives 42, `tty` names a /dev/pts, the window size
 //! set before and changed during the session reaches the remote terminal, `exit 5`
-//! gives 5 and the local terminal is out of raw mode afterwards; a container that is not
+//! gives 5 and the local terminal is out of raw mode afterwards, two threads during it; a container that is not
 //! running; a missing pod.
 
 mod agent_support;
@@ -173,6 +173,8 @@ def until(pat, timeout=30):
 def typed(line):
     os.write(fd, line.encode() + b"\r")
 until(b"# ")
+status_lines = open("/proc/%d/status" % pid).read().splitlines()
+threads = [l.split()[1] for l in status_lines if l.startswith("Threads:")][0]
 typed("echo $((6*7))")
 until(b"\r\n42\r\n")
 typed("tty")
@@ -186,7 +188,7 @@ typed("exit 5")
 _, status = os.waitpid(pid, 0)
 attrs = termios.tcgetattr(fd)
 cooked = bool(attrs[3] & termios.ECHO) and bool(attrs[3] & termios.ICANON)
-print("exit=%d cooked=%s" % (os.waitstatus_to_exitcode(status), cooked))
+print("exit=%d cooked=%s threads=%s" % (os.waitstatus_to_exitcode(status), cooked, threads))
 "##;
 
 #[test]
@@ -207,5 +209,11 @@ fn tty_session_scripted() {
         out.status,
         text(&out.stderr)
     );
-    assert_eq!(report.trim(), "exit=5 cooked=True", "{}", text(&out.stderr));
+    // Two threads, as the agent: the executor's and async-io's helper (no signal thread).
+    assert_eq!(
+        report.trim(),
+        "exit=5 cooked=True threads=2",
+        "{}",
+        text(&out.stderr)
+    );
 }
