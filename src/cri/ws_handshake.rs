@@ -30,7 +30,7 @@ impl fmt::Display for HandshakeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             HandshakeError::BadUrl(u) => {
-                write!(f, "streaming URL {u:?}: expected http://HOST:PORT/PATH")
+                write!(f, "streaming URL {u:?}: expected http://IP:PORT/PATH")
             }
             HandshakeError::TooLong => {
                 write!(
