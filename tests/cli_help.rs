@@ -45,7 +45,18 @@ fn every_command_has_help_with_its_flags_and_an_example() {
                 "--timestamps",
             ],
         ),
-        ("exec", &["--container", "--timeout", "--", "exit code"]),
+        (
+            "exec",
+            &[
+                "--container",
+                "--timeout",
+                "--stdin",
+                "--tty",
+                "-it",
+                "--",
+                "exit code",
+            ],
+        ),
         ("cri", &["--all", "--endpoint", "--image-endpoint"]),
         ("check-config", &["--connect", "--state-dir", "nodeName"]),
     ];

@@ -1,5 +1,7 @@
-//! `tinylet exec NS/NAME [-c C] -- CMD...`: runs a command in a pod's container through
-//! ExecSync and relays its output and exit code.
+//! `tinylet exec NS/NAME [-c C] [-i] [-t] -- CMD...`: runs a command in a pod's
+//! container and relays its output and exit code. The plain form uses ExecSync (one
+//! call, output collected, a `--timeout`); `-i`/`-t` stream through CRI `Exec` and the
+//! runtime's streaming server (`exec_stream.rs`).
 
 use super::args::Args;
 use super::{load_config, CliError, GLOBAL_VALUE_OPTS};
@@ -10,16 +12,28 @@ use std::collections::BTreeMap;
 use std::io::Write;
 
 const VALUE_OPTS: &[&str] = &["config", "state-dir", "c", "container", "timeout"];
+const STDIN_FLAGS: &[&str] = &["i", "stdin", "it", "ti"];
+const TTY_FLAGS: &[&str] = &["t", "tty", "it", "ti"];
 
 /// `tinylet exec NS/NAME [-c CONTAINER] -- CMD...`: runs a command in a container.
 pub fn run(words: &[String]) -> Result<(), CliError> {
     let args = Args::parse(words, VALUE_OPTS)?;
-    args.only(VALUE_OPTS)?;
+    let known: Vec<&str> = [VALUE_OPTS, STDIN_FLAGS, TTY_FLAGS].concat();
+    args.only(&known)?;
+    let streams = super::exec_stream::Streams {
+        stdin: args.flag(STDIN_FLAGS),
+        tty: args.flag(TTY_FLAGS),
+    };
+    let streaming = streams.stdin || streams.tty;
+    if streaming && args.value(&["timeout"]).is_some() {
+        return Err(CliError::usage(
+            "--timeout is for the plain form (ExecSync); -i/-t sessions end with the command",
+        ));
+    }
     let _ = GLOBAL_VALUE_OPTS;
-    let target = args
-        .positional
-        .first()
-        .ok_or_else(|| CliError::usage("usage: tinylet exec NS/NAME [-c CONTAINER] -- CMD..."))?;
+    let target = args.positional.first().ok_or_else(|| {
+        CliError::usage("usage: tinylet exec NS/NAME [-c CONTAINER] [-i] [-t] -- CMD...")
+    })?;
     if args.rest.is_empty() {
         return Err(CliError::usage(
             "no command given: tinylet exec NS/NAME -- CMD...",
@@ -59,7 +73,8 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
     let cri = CriClient::from_config(&cfg).map_err(|e| CliError::usage(e.to_string()))?;
     let uid = pod.metadata.uid.clone();
     let cmd = args.rest.clone();
-    let out = crate::rt::block_on(async move {
+    let (pod_name, ns_name) = (name.to_string(), ns.to_string());
+    let result = crate::rt::block_on(async move {
         let filter = pb::ContainerFilter {
             state: Some(pb::ContainerStateValue {
                 state: pb::ContainerState::ContainerRunning as i32,
@@ -80,18 +95,37 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
                 "container {container} of pod {ns}/{name} is not running"
             )));
         };
-        cri.runtime
-            .exec_sync(&c.id, cmd, timeout)
-            .await
-            .map_err(|e| CliError::failed(e.to_string()))
-    })?;
-    let _ = std::io::stdout().write_all(&out.stdout);
-    let _ = std::io::stderr().write_all(&out.stderr);
-    if out.exit_code != 0 {
-        return Err(CliError {
-            code: out.exit_code,
-            msg: format!("command exited with {}", out.exit_code),
-        });
+        if !streaming {
+            let out = cri
+                .runtime
+                .exec_sync(&c.id, cmd, timeout)
+                .await
+                .map_err(|e| CliError::failed(e.to_string()))?;
+            let _ = std::io::stdout().write_all(&out.stdout);
+            let _ = std::io::stderr().write_all(&out.stderr);
+            return Ok(out.exit_code);
+        }
+        let req = pb::ExecRequest {
+            container_id: c.id.clone(),
+            cmd,
+            tty: streams.tty,
+            stdin: streams.stdin,
+            stdout: true,
+            // CRI: with a TTY, stderr must be false (the terminal merges them).
+            stderr: !streams.tty,
+        };
+        let url = cri.runtime.exec(req).await.map_err(|e| {
+            CliError::failed(format!(
+                "runtime refused the exec in {container} of pod {ns_name}/{pod_name}: {e}"
+            ))
+        })?;
+        super::exec_stream::run(&url, streams).await
+    });
+    match result? {
+        0 => Ok(()),
+        code => Err(CliError {
+            code,
+            msg: format!("command exited with {code}"),
+        }),
     }
-    Ok(())
 }

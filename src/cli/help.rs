@@ -12,7 +12,7 @@ commands:
   delete KIND NS/NAME...   delete a pod, configmap or secret
   get pods|pod|configmaps|secrets|node   show objects, kubectl-style
   logs NS/NAME             a container's logs
-  exec NS/NAME -- CMD...   run a command in a container
+  exec NS/NAME -- CMD...   run a command in a container (-it: a shell)
   cri version|pods|ps|images|imagefs   talk to the runtime directly (like crictl)
   check-config FILE        validate a config and print the effective values
   version                  print the version
@@ -72,12 +72,19 @@ example: tinylet logs default/hello -c web --tail 20
     ),
     (
         "exec",
-        "usage: tinylet exec NS/NAME [-c C] [--timeout D] [--config FILE] -- CMD [ARGS...]
+        "usage: tinylet exec NS/NAME [-c C] [-i] [-t] [--timeout D] [--config FILE] -- CMD [ARGS...]
   -c, --container C        the container (needed when the pod has several)
-      --timeout D          stop the command after D (e.g. 30s)
+  -i, --stdin              pass stdin to the command (streamed, CRI Exec)
+  -t, --tty                run the command on a terminal (raw local terminal, resized
+                           with the window); -it for an interactive shell
+      --timeout D          stop the command after D (e.g. 30s; plain form only)
 Options go before `--`, the command after it. Exits with the command's exit code
-(before it runs, tinylet's own: 1 failed, 2 usage, 3 not found).
+(before it runs, tinylet's own: 1 failed, 2 usage, 3 not found). Without -i/-t the
+output comes when the command ends (ExecSync). The runtime's v4 stream protocol cannot
+close the command's stdin alone: at EOF of a piped stdin the command keeps running
+until it ends by itself (use a command that stops reading, e.g. head -n N).
 example: tinylet exec default/hello -- cat /www/index.html
+example: tinylet exec -it default/hello -- sh
 ",
     ),
     (

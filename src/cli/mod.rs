@@ -11,6 +11,8 @@ pub mod cri;
 pub mod damaged;
 pub mod delete;
 pub mod exec;
+pub mod exec_stream;
+pub mod exec_tty;
 pub mod get;
 pub mod help;
 pub mod logs;

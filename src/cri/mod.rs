@@ -26,6 +26,10 @@ pub mod pb;
 mod response;
 mod runtime;
 mod status;
+pub mod stream_channels;
+pub mod websocket;
+pub mod ws_conn;
+pub mod ws_handshake;
 
 pub use client::CriClient;
 pub use conn::{Channel, DEFAULT_MAX_RECV_SIZE};
