@@ -1,9 +1,10 @@
 //! The client side of the WebSocket opening handshake (RFC 6455 section 4.1): the
 //! upgrade request for a streaming URL and the check of the server's answer.
 //!
-//! The answer's `Sec-WebSocket-Accept` must be base64(SHA-1(key + GUID)). SHA-1 and
-//! base64 are written here (a few dozen lines) rather than pulled in as crates: only
-//! this check needs them, and ring (which has SHA-1) is only in the uplink build.
+//! The answer's `Sec-WebSocket-Accept` must be base64(SHA-1(key + GUID)). SHA-1 is
+//! written here (a few dozen lines) rather than pulled in as a crate: only this check
+//! needs it, and ring (which has SHA-1) is only in the uplink build; base64 is the
+//! model's.
 
 use std::fmt;
 
@@ -81,14 +82,14 @@ pub fn new_key() -> String {
     // getrandom cannot fail for a 16-byte buffer on Linux >= 3.17; a short fill still
     // gives a usable (if weaker) key: it guards against caches, not attackers.
     let _ = rustix::rand::getrandom(&mut raw, rustix::rand::GetRandomFlags::empty());
-    base64(&raw)
+    crate::model::base64::encode(&raw)
 }
 
 /// The `Sec-WebSocket-Accept` value the server must send for `key`.
 pub fn accept_for(key: &str) -> String {
     let mut input = key.as_bytes().to_vec();
     input.extend_from_slice(GUID.as_bytes());
-    base64(&sha1(&input))
+    crate::model::base64::encode(&sha1(&input))
 }
 
 /// Where the answer's headers end (just past the blank line), once they are in `buf`.
@@ -143,28 +144,6 @@ pub fn check_answer(head: &[u8], key: &str, protocols: &[&str]) -> Result<String
         &|v| protocols.contains(&v),
         format!("one of {}", protocols.join(", ")),
     )
-}
-
-/// Standard base64 with padding.
-pub fn base64(data: &[u8]) -> String {
-    const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
-    for chunk in data.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ABC[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
 }
 
 /// SHA-1 (FIPS 180-4). Used only for the handshake check, where RFC 6455 names it.
@@ -228,14 +207,20 @@ mod tests {
 
     #[test]
     fn sha1_and_base64_vectors() {
-        assert_eq!(base64(b""), "");
-        assert_eq!(base64(b"f"), "Zg==");
-        assert_eq!(base64(b"fo"), "Zm8=");
-        assert_eq!(base64(b"foobar"), "Zm9vYmFy");
-        assert_eq!(base64(&sha1(b"abc")), "qZk+NkcGgWq6PiVxeFDCbJzQ2J0=");
+        assert_eq!(crate::model::base64::encode(b""), "");
+        assert_eq!(crate::model::base64::encode(b"f"), "Zg==");
+        assert_eq!(crate::model::base64::encode(b"fo"), "Zm8=");
+        assert_eq!(crate::model::base64::encode(b"foobar"), "Zm9vYmFy");
+        assert_eq!(
+            crate::model::base64::encode(&sha1(b"abc")),
+            "qZk+NkcGgWq6PiVxeFDCbJzQ2J0="
+        );
         // Two blocks of padding (56..64 bytes of input).
         let long = [b'a'; 60];
-        assert_eq!(base64(&sha1(&long)), "E9lWAz2a9Em/4sTveMF8IEacS/E=");
+        assert_eq!(
+            crate::model::base64::encode(&sha1(&long)),
+            "E9lWAz2a9Em/4sTveMF8IEacS/E="
+        );
     }
 
     fn answer(accept: &str, proto: &str) -> String {
