@@ -8,36 +8,16 @@
 
 mod agent_support;
 mod common;
+mod kapi_support;
 
 use agent_support::{wait_for, Node};
 use common::kube::Kube;
 use common::Containerd;
+use kapi_support::{free_port, sh, START};
 use serde_json::{json, Value};
-use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-const START: Duration = Duration::from_secs(90);
-
-/// Runs a shell script (openssl), panicking with its output when it fails.
-fn sh(script: &str) -> String {
-    let out = Command::new("sh").args(["-ec", script]).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{script}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("0.0.0.0:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// `YYYYMMDDHHMMSSZ` of `t` (what `openssl ca -startdate/-enddate` take).
 fn generalized_time(t: SystemTime) -> String {

@@ -14,14 +14,16 @@ use std::time::Duration;
 
 pub const START: Duration = Duration::from_secs(90);
 
-/// Runs a shell script (openssl), panicking with its output when it fails.
-pub fn sh(script: &str) {
+/// Runs a shell script (openssl), panicking with its output when it fails; returns
+/// its stdout.
+pub fn sh(script: &str) -> String {
     let out = Command::new("sh").args(["-ec", script]).output().unwrap();
     assert!(
         out.status.success(),
         "{script}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// A key and certificate `dir/NAME.{key,crt}` for `subj`, signed by `ca` (`ca.crt` and
