@@ -23,7 +23,11 @@
 //!    (`kubectl create -f`), each awaited: from its ADDED event to the event showing it
 //!    Running and Ready (time from the kubectl launch beside it). RSS at 20 pods.
 //! 3. 20 pods idle for TINYLET_BENCH_UPLINK_SECS (default 300): relay bytes both ways
-//!    scaled to an hour, CPU (utime+stime), threads, state-directory writes.
+//!    scaled to an hour, CPU (utime+stime), threads, state-directory writes. Then the
+//!    kubelet API's streams (issue 19; the node serves it with a certificate the cluster
+//!    CA signed): RSS with 0 exec streams, with 10 `kubectl exec -i POD -- cat` sessions
+//!    open through the API server (each seen echoing; quiet while measured), and after
+//!    they closed.
 //! 4. 20 pods created at once (one `kubectl create -f DIR`): from the kubectl launch to
 //!    all Running and Ready in the API. 10 more; RSS at 50 pods; 50 pods idle for the
 //!    same window: CPU, threads, bytes, state-directory writes.
@@ -56,6 +60,8 @@ mod procfs;
 mod cluster;
 #[path = "uplink/relay.rs"]
 mod relay;
+#[path = "uplink/streams.rs"]
+mod streams;
 #[path = "uplink/watch.rs"]
 mod watch;
 
@@ -77,6 +83,8 @@ const ONE_BY_ONE: usize = 20;
 const AT_ONCE: usize = 20;
 const TOTAL: usize = 50;
 const KILLS: usize = 5;
+/// Exec streams held open for the memory figure.
+const STREAMS: usize = 10;
 const WAIT: Duration = Duration::from_secs(60);
 const MIB: f64 = 1024.0 * 1024.0;
 
@@ -112,6 +120,8 @@ struct Report {
     bulk_cli: Duration,
     windows: Vec<Window>,
     restarts: Vec<Duration>,
+    /// RSS at 20 pods with 0, then [`STREAMS`], then again 0 exec streams open.
+    streams: Vec<Mem>,
     reboot_local: Duration,
     uplink_back: Duration,
     reconnect: Option<Duration>,
@@ -153,7 +163,8 @@ fn run() -> Result<(), String> {
         ctd.test_image(),
     )?;
     let kubeconfig = cluster::kubeconfig_via(&kube, NODE, &relay.url())?;
-    join(&node.config, &kubeconfig)?;
+    let serving = streams::serving_cert(&kube, &dir, NODE)?;
+    join(&node.config, &kubeconfig, &serving)?;
     let pods = PodWatch::start(admin(&kube), NS);
     let b = Bench {
         kube: &kube,
@@ -180,6 +191,18 @@ fn run() -> Result<(), String> {
     eprintln!("bench-uplink: {ONE_BY_ONE} pods idle for {secs} s");
     r.windows
         .push(window(&node, pid, &relay, ONE_BY_ONE, secs)?);
+    eprintln!("bench-uplink: {STREAMS} exec streams open at {ONE_BY_ONE} pods");
+    r.streams.push(mem(pid, 0)?);
+    let execs = streams::Execs::open(&kube, &pod_name(0), STREAMS, WAIT).map_err(|e| {
+        let log = std::fs::read_to_string(node.dir.join("agent.log")).unwrap_or_default();
+        let api: Vec<&str> = log.lines().filter(|l| l.contains("kubelet API")).collect();
+        format!("{e}\nagent log, kubelet API lines:\n{}", api.join("\n"))
+    })?;
+    std::thread::sleep(SETTLE);
+    r.streams.push(mem(pid, STREAMS)?);
+    execs.close();
+    std::thread::sleep(SETTLE);
+    r.streams.push(mem(pid, 0)?);
 
     eprintln!(
         "bench-uplink: {AT_ONCE} pods at once, then {} more",
@@ -427,12 +450,20 @@ fn pod_name(i: usize) -> String {
     format!("pod-{i:02}")
 }
 
-/// Adds the `apiServer` section (kubeconfig) to the node's config.
-fn join(config: &Path, kubeconfig: &Path) -> Result<(), String> {
+/// Adds the `apiServer` section to the node's config: the kubeconfig, and the kubelet
+/// API on a free port with `serving` (key, certificate), room for the exec streams
+/// (`maxStreams`, default 8).
+fn join(config: &Path, kubeconfig: &Path, serving: &(PathBuf, PathBuf)) -> Result<(), String> {
     let io = |e: String| format!("{}: {e}", config.display());
     let text = std::fs::read_to_string(config).map_err(|e| io(e.to_string()))?;
     let mut cfg: Value = serde_json::from_str(&text).map_err(|e| io(e.to_string()))?;
-    cfg["apiServer"] = json!({"kubeconfig": kubeconfig});
+    let port = std::net::TcpListener::bind("0.0.0.0:0")
+        .and_then(|l| l.local_addr())
+        .map_err(|e| format!("a free port: {e}"))?
+        .port();
+    cfg["apiServer"] = json!({"kubeconfig": kubeconfig, "port": port,
+                              "tlsPrivateKeyFile": serving.0, "tlsCertFile": serving.1,
+                              "maxStreams": 2 * STREAMS});
     std::fs::write(config, cfg.to_string()).map_err(|e| io(e.to_string()))
 }
 
@@ -565,6 +596,7 @@ fn print_report(r: &Report, secs: u64) {
             target.map_or("", |t| verdict(mib(m.hwm) <= t)),
         );
     }
+    print_streams(r);
     let half = Duration::from_millis(500);
     row(
         &format!("create->Running+Ready p50/max ({})", r.create.len()),
@@ -678,4 +710,34 @@ fn print_report(r: &Report, secs: u64) {
         "",
         "",
     );
+}
+
+/// The kubelet API's exec streams rows: RSS at 20 pods with 0 and [`STREAMS`] open (the
+/// `pods` field of `r.streams` holds the stream count), and what one costs.
+fn print_streams(r: &Report) {
+    let mib = |k: u64| k as f64 / 1024.0;
+    for (i, m) in r.streams.iter().enumerate() {
+        let when = if i == 2 { ", after" } else { "" };
+        println!(
+            "{:<44} {:>26}",
+            format!(
+                "RSS, {ONE_BY_ONE} pods, {} exec streams{when}: peak/now (anon)",
+                m.pods
+            ),
+            format!(
+                "{:.2} / {:.2} ({:.2}) MiB",
+                mib(m.hwm),
+                mib(m.rss),
+                mib(m.anon)
+            )
+        );
+    }
+    if let [zero, open, ..] = r.streams.as_slice() {
+        let each = open.rss.saturating_sub(zero.rss) as f64 / STREAMS as f64;
+        println!(
+            "{:<44} {:>26}",
+            "  per open exec stream (VmRSS delta / 10)",
+            format!("{each:.1} KiB")
+        );
+    }
 }

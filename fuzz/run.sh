@@ -26,7 +26,8 @@ CACHE=${TINYLET_CACHE:-/var/cache/tinylet}
 TOOL_DIR=$CACHE/cargo-fuzz-$CARGO_FUZZ_VERSION
 BUILD_DIR=${FUZZ_TARGET_DIR:-fuzz/target}
 SANITIZER=${FUZZ_SANITIZER:-none}
-TARGETS=(manifest config quantity image_ref registry_key cri_list cri_log http_status)
+TARGETS=(manifest config quantity image_ref registry_key cri_list cri_log http_status ws_frames
+	exec_status)
 # Outputs live under fuzz/target (ignored by git, and by the shellcheck test's walk).
 OUT=fuzz/target
 export PATH=$TOOL_DIR/bin:$PATH

@@ -4,7 +4,11 @@
 //! of exec; attach to a container's output and to its stdin; an httpd answering through
 //! a forwarded port; `apiServer.maxStreams` (429) and `streamingConnectionIdleTimeout`;
 //! a pod deleted mid-stream ends its streams with the agent alive; a user without
-//! `nodes/proxy` gets 403 and no stream.
+//! `nodes/proxy` gets 403 and no stream. On a second node: `kubectl exec -it` and
+//! `attach -it` as a user types them (kubectl on a pty, `common::pty`): prompt, output,
+//! a terminal inside, its size and a resize, the exit code; exec and attach into a
+//! container that crashed once land in its new, running attempt; one that keeps
+//! crashing (no running attempt) is "not found".
 
 mod agent_support;
 mod common;
@@ -12,68 +16,51 @@ mod kapi_support;
 
 use agent_support::wait_for;
 use common::kube::Kube;
+use common::pty::{session, Step};
 use common::Containerd;
 use kapi_support::*;
 use serde_json::json;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufReader, Write};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const NODE: &str = "tl-streams";
 const NS: &str = "kapi-streams";
+/// The node and namespace of the terminal tests.
+const TTY_NODE: &str = "tl-streams-tty";
+const TTY_NS: &str = "kapi-streams-tty";
 
 /// kubectl as the cluster admin, in the test namespace.
 fn kubectl(kube: &Kube, args: &[&str]) -> Command {
-    let mut cmd = Command::new(kube.kubectl_path());
-    cmd.arg("--kubeconfig")
-        .arg(kube.kubeconfig_admin())
-        .args(["-n", NS])
-        .args(args);
-    cmd
+    kubectl_ns(kube, NS, args)
+}
+
+/// kubectl's argv as the cluster admin in the terminal tests' namespace.
+fn kubectl_argv<'a>(kube: &'a Kube, args: &[&'a str]) -> Vec<&'a str> {
+    let path = |p: &'a std::path::Path| p.to_str().expect("a UTF-8 path");
+    let mut argv = vec![
+        path(kube.kubectl_path()),
+        "--kubeconfig",
+        path(kube.kubeconfig_admin()),
+        "-n",
+        TTY_NS,
+    ];
+    argv.extend_from_slice(args);
+    argv
+}
+
+/// `{.status.containerStatuses[0].FIELD}` of pod `name` in the terminal tests' namespace.
+fn container_status(kube: &Kube, name: &str, field: &str) -> String {
+    let path = format!("jsonpath={{.status.containerStatuses[0].{field}}}");
+    let out = kubectl_ns(kube, TTY_NS, &["get", "pod", name, "-o", &path])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// A kubectl child with stdout piped, and that stdout read by lines.
 fn spawn(kube: &Kube, args: &[&str]) -> (Child, BufReader<ChildStdout>) {
-    let mut child = kubectl(kube, args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let out = BufReader::new(child.stdout.take().unwrap());
-    (child, out)
-}
-
-/// The next line of `out` (panics at the end of the output).
-fn line(out: &mut BufReader<ChildStdout>, what: &str) -> String {
-    let mut l = String::new();
-    assert!(out.read_line(&mut l).unwrap() > 0, "{what}: output ended");
-    l
-}
-
-/// Waits for `child` to exit, at most `limit`.
-fn exits_within(child: &mut Child, limit: Duration, what: &str) -> std::process::ExitStatus {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            return st;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{what}: still running after {limit:?}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-/// `/metrics` counter `name` of the node.
-fn counter(n: &ApiNode, name: &str) -> u64 {
-    let text = n.local_metrics();
-    let v = text
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("{name} ")));
-    v.and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("{name} in\n{text}"))
+    spawn_piped(kubectl(kube, args))
 }
 
 #[test]
@@ -106,14 +93,7 @@ fn kubectl_exec_attach_and_port_forward_through_the_api_server() {
         "while read l; do echo got $l; done; exec sleep 3600",
         json!({"stdin": true}),
     );
-    pod(
-        kube,
-        NS,
-        NODE,
-        "web",
-        image,
-        "mkdir -p /d/www; echo hello-web > /d/www/index.html; exec httpd -f -p 8080 -h /d/www",
-    );
+    web_pod(kube, NS, NODE, image);
 
     // exec: the output and the exit code come back (retried until the pod runs).
     let deadline = Instant::now() + START;
@@ -257,5 +237,115 @@ fn kubectl_exec_attach_and_port_forward_through_the_api_server() {
     );
     assert!(opened >= 8, "{opened} streams counted");
     assert_eq!(counter(&n, "tinylet_kubelet_api_streams_refused_total"), 1);
+    n.node.assert_agent_alive();
+}
+
+#[test]
+fn kubectl_exec_and_attach_on_a_terminal_and_after_a_crash() {
+    let kube = Kube::shared();
+    let c = Containerd::start();
+    let n = api_node(kube, &c, TTY_NODE);
+    namespace(kube, TTY_NS);
+    let image = c.test_image();
+    pod(kube, TTY_NS, TTY_NODE, "shell", image, "exec sleep 3600");
+    let tty = json!({"stdin": true, "tty": true});
+    pod_with(kube, TTY_NS, TTY_NODE, "console", image, "exec sh", tty);
+    // Crashes on its first run; its second attempt runs on.
+    let crash_once =
+        "if [ -e /d/crashed ]; then exec sleep 3600; fi; touch /d/crashed /tmp/first; exit 1";
+    pod(kube, TTY_NS, TTY_NODE, "crasher", image, crash_once);
+    // Crashes at once every time: it has no running attempt but for a moment.
+    pod(kube, TTY_NS, TTY_NODE, "crashing", image, "exit 1");
+    for p in ["shell", "console"] {
+        wait_for(&format!("{p} to run"), START, || {
+            (container_status(kube, p, "ready") == "true").then_some(())
+        });
+    }
+
+    // exec -it: a prompt, typed commands and their output, a terminal of the size of
+    // kubectl's (33x111), then resized (40x120), and `exit 3` is kubectl's exit code.
+    let argv = kubectl_argv(kube, &["exec", "-it", "shell", "--", "sh"]);
+    let steps = [
+        Step::Until("# "),
+        Step::Type("echo $((6*7))"),
+        Step::Until("\r\n42\r\n"),
+        Step::Type("tty; echo TERM=$TERM"),
+        Step::Until("/dev/pts/"),
+        Step::Until("TERM=xterm"),
+        Step::Retype("stty size", "33 111"),
+        Step::Size(40, 120),
+        Step::Retype("stty size", "40 120"),
+        Step::Type("exit 3"),
+    ];
+    let s = session(&argv, 33, 111, &steps, 60)
+        .unwrap_or_else(|e| panic!("kubectl exec -it: {e}\nagent:\n{}", n.node.agent_log_tail()));
+    assert_eq!((s.exit, s.cooked), (3, true), "{s:?}");
+
+    // attach -it: the container's own shell on its own terminal; ended by the user.
+    let argv = kubectl_argv(kube, &["attach", "-it", "console"]);
+    let steps = [
+        // Enter until a prompt: the shell printed its first one before kubectl came.
+        Step::Retype("", "# "),
+        Step::Type("echo $((6*7)) $(tty)"),
+        Step::Until("\r\n42 /dev/pts/"),
+        Step::Term,
+    ];
+    if let Err(e) = session(&argv, 24, 80, &steps, 60) {
+        panic!(
+            "kubectl attach -it: {e}\nagent:\n{}",
+            n.node.agent_log_tail()
+        );
+    }
+
+    // After a crash: the exited first attempt and the running second carry the same
+    // labels; exec goes to the running one (a fresh root: no /tmp/first).
+    wait_for("crasher's second attempt to run", START, || {
+        let restarts = container_status(kube, "crasher", "restartCount");
+        let running = container_status(kube, "crasher", "state.running.startedAt");
+        (restarts == "1" && !running.is_empty()).then_some(())
+    });
+    let probe = "test -e /d/crashed && ! test -e /tmp/first && tr '\\0' ' ' </proc/1/cmdline";
+    let out = kubectl_ns(kube, TTY_NS, &["exec", "crasher", "--", "sh", "-c", probe])
+        .output()
+        .unwrap();
+    assert_eq!(
+        (
+            String::from_utf8_lossy(&out.stdout).as_ref(),
+            out.status.code()
+        ),
+        ("sleep 3600 ", Some(0)),
+        "{out:?}"
+    );
+    // attach too: its stdout is the new attempt's (which prints nothing: the stream
+    // stays open until kubectl is stopped, where the exited one would end at once).
+    let mut attach = kubectl_ns(kube, TTY_NS, &["attach", "crasher"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(
+        attach.try_wait().unwrap().is_none(),
+        "attach ended: {:?}",
+        attach.wait_with_output()
+    );
+    let _ = attach.kill();
+    let _ = attach.wait();
+
+    // No running attempt (only exited ones, between restarts): no stream into an
+    // exited one either, "not found" as kubelet says it.
+    wait_for("crashing to have restarted", START, || {
+        let restarts = container_status(kube, "crashing", "restartCount");
+        (restarts.parse::<u32>().unwrap_or(0) >= 1).then_some(())
+    });
+    let out = kubectl_ns(kube, TTY_NS, &["exec", "crashing", "--", "true"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{out:?}");
+    assert!(
+        err.contains(r#"container not found ("app" in pod kapi-streams-tty/crashing; no attempt of it is running)"#),
+        "{err}"
+    );
     n.node.assert_agent_alive();
 }

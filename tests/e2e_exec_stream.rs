@@ -6,13 +6,15 @@
 //! and stderr stay apart, the exit code comes back; a scripted terminal session (python3
 //! `pty`): a prompt, `echo $((6*7))` gives 42, `tty` names a /dev/pts, the window size
 //! set before and changed during the session reaches the remote terminal, `exit 5`
-//! gives 5 and the local terminal is out of raw mode afterwards, two threads during it; a container that is not
+//! gives 5 and the local terminal is out of raw mode afterwards, two threads during it;
+//! Ctrl-Z on `exec -i` stops it with the terminal blocking again; a container that is not
 //! running; a missing pod.
 
 mod agent_support;
 mod common;
 
 use agent_support::*;
+use common::pty::{job_session, session, Step};
 use common::Containerd;
 use serde_json::json;
 use std::io::Write;
@@ -139,81 +141,73 @@ fn missing_pod_is_not_found() {
     );
 }
 
-/// The scripted terminal session: python3 gives tinylet a pty and types into it.
-const PTY_SCRIPT: &str = r##"
-import fcntl, os, pty, select, struct, sys, termios, time
-argv = sys.argv[1:]
-def size(fd, rows, cols):
-    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-pid, fd = pty.fork()
-if pid == 0:
-    size(0, 33, 111)
-    os.execv(argv[0], argv)
-seen = b""
-def until(pat, timeout=30):
-    global seen
-    end = time.time() + timeout
-    while pat not in seen:
-        left = end - time.time()
-        if left <= 0:
-            sys.stdout.write("TIMEOUT waiting for %r; seen %r\n" % (pat, seen))
-            sys.exit(99)
-        r, _, _ = select.select([fd], [], [], left)
-        if r:
-            try:
-                chunk = os.read(fd, 4096)
-            except OSError:
-                chunk = b""
-            if not chunk:
-                sys.stdout.write("EOF waiting for %r; seen %r\n" % (pat, seen))
-                sys.exit(98)
-            seen += chunk
-    at = seen.index(pat) + len(pat)
-    seen = seen[at:]
-def typed(line):
-    os.write(fd, line.encode() + b"\r")
-until(b"# ")
-status_lines = open("/proc/%d/status" % pid).read().splitlines()
-threads = [l.split()[1] for l in status_lines if l.startswith("Threads:")][0]
-typed("echo $((6*7))")
-until(b"\r\n42\r\n")
-typed("tty")
-until(b"/dev/pts/")
-typed("stty size")
-until(b"33 111")
-size(fd, 40, 120)
-typed("stty size")
-until(b"40 120")
-typed("exit 5")
-_, status = os.waitpid(pid, 0)
-attrs = termios.tcgetattr(fd)
-cooked = bool(attrs[3] & termios.ECHO) and bool(attrs[3] & termios.ICANON)
-print("exit=%d cooked=%s threads=%s" % (os.waitstatus_to_exitcode(status), cooked, threads))
-"##;
-
+/// The scripted terminal session: tinylet on a pty (`common::pty`), typed into.
 #[test]
 fn tty_session_scripted() {
     let n = node();
     let target = format!("{NS}/shell");
-    let out = Command::new("python3")
-        .args(["-c", PTY_SCRIPT, env!("CARGO_BIN_EXE_tinylet"), "exec"])
-        .arg("--config")
-        .arg(&n.config)
-        .args([target.as_str(), "-it", "--", "sh"])
-        .output()
-        .expect("running python3");
-    let report = text(&out.stdout);
-    assert!(
-        out.status.success(),
-        "python3: {}{report}{}",
-        out.status,
-        text(&out.stderr)
-    );
+    let config = n.config.to_str().expect("a UTF-8 path");
+    let argv = [
+        env!("CARGO_BIN_EXE_tinylet"),
+        "exec",
+        "--config",
+        config,
+        &target,
+        "-it",
+        "--",
+        "sh",
+    ];
+    let steps = [
+        Step::Until("# "),
+        Step::Threads,
+        Step::Type("echo $((6*7))"),
+        Step::Until("\r\n42\r\n"),
+        Step::Type("tty"),
+        Step::Until("/dev/pts/"),
+        Step::Type("stty size"),
+        Step::Until("33 111"),
+        Step::Size(40, 120),
+        Step::Type("stty size"),
+        Step::Until("40 120"),
+        Step::Type("exit 5"),
+    ];
+    let s = session(&argv, 33, 111, &steps, 30).unwrap_or_else(|e| panic!("{e}"));
     // Two threads, as the agent: the executor's and async-io's helper (no signal thread).
     assert_eq!(
-        report.trim(),
-        "exit=5 cooked=True threads=2",
-        "{}",
-        text(&out.stderr)
+        (s.exit, s.cooked, s.threads.as_slice()),
+        (5, true, &[2][..])
     );
+}
+
+/// Ctrl-Z on `exec -i` without `-t` (the local terminal keeps its job control): the
+/// session stops with the terminal blocking again, as the shell expects it back, and
+/// goes on once continued.
+#[test]
+fn ctrl_z_stops_with_the_terminal_blocking() {
+    let n = node();
+    let target = format!("{NS}/shell");
+    let config = n.config.to_str().expect("a UTF-8 path");
+    let argv = [
+        env!("CARGO_BIN_EXE_tinylet"),
+        "exec",
+        "--config",
+        config,
+        &target,
+        "-i",
+        "--",
+        "sh",
+        "-c",
+        "echo ready; head -n 1",
+    ];
+    let steps = [
+        Step::Until("ready"),
+        Step::Keys("\x1a"),
+        Step::Until("[stopped, stdin blocking]"),
+        Step::Type("fg"),
+        Step::Until("[continued]"),
+        Step::Type("hello"),
+        Step::Until("hello"),
+    ];
+    let s = job_session(&argv, 24, 80, &steps, 30).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(s.exit, 0, "{s:?}");
 }

@@ -90,10 +90,11 @@ pub async fn run(url: &str, streams: Streams) -> Result<i32, CliError> {
         Signal::Hup,
         Signal::Int,
         Signal::Quit,
+        Signal::Tstp,
     ];
     let mut signals = Signals::new(signals).map_err(|e| failed("signals", e))?;
     // Before any fd turns non-blocking: the guard puts back what it saved.
-    let _restore =
+    let restore =
         Restore::save(streams.tty && streams.stdin).map_err(|e| failed("terminal raw mode", e))?;
     let io_err = |e| failed("local stdio", e);
     let mut stdin = match streams.stdin {
@@ -136,6 +137,14 @@ pub async fn run(url: &str, streams: Streams) -> Result<i32, CliError> {
             Event::Stdin(Err(e)) => return Err(failed("reading stdin", e)),
             Event::Signal(Some(Ok(Signal::Winch))) if streams.tty => send_size(&mut ws).await?,
             Event::Signal(Some(Ok(Signal::Winch))) => {}
+            // Ctrl-Z (only without -t: a raw terminal sends it to the remote one).
+            Event::Signal(Some(Ok(Signal::Tstp))) => {
+                restore.stop_here();
+                // The window may have changed while stopped.
+                if streams.tty {
+                    send_size(&mut ws).await?;
+                }
+            }
             Event::Signal(Some(Ok(sig))) => {
                 let _ = ws.close().await;
                 return Err(CliError {

@@ -192,4 +192,39 @@ mod tests {
             .to_string()
             .contains("expected a number"));
     }
+
+    #[test]
+    fn hostile_statuses_are_errors_not_panics() {
+        let cause = |m: &str| {
+            format!(
+                r#"{{"status":"Failure","details":{{"causes":[{{"reason":"ExitCode","message":{m}}}]}}}}"#
+            )
+        };
+        for bad in ["\"4294967299\"", "\"\"", "\" 3\"", "3", "null", "[]"] {
+            assert!(outcome(cause(bad).as_bytes()).is_err(), "{bad}");
+        }
+        assert_eq!(outcome(cause("\"-1\"").as_bytes()), Ok(Outcome::Exited(-1)));
+        // Nesting 100,000 deep: skipped without recursion in a field the status ignores,
+        // refused at serde_json's depth limit in one it reads; no stack overflow.
+        let nest = |at: &str| {
+            let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+            outcome(format!(r#"{{"status":"Failure","{at}":{deep}}}"#).as_bytes())
+        };
+        assert_eq!(nest("x"), Ok(Outcome::Failed(String::new())));
+        assert!(nest("details").is_err());
+        for bad in [
+            &b""[..],
+            b"{",
+            b"\xff\xfe",
+            br#"{"status":1}"#,
+            br#"{"details":{"causes":{}}}"#,
+        ] {
+            assert!(outcome(bad).is_err(), "{:?}", String::from_utf8_lossy(bad));
+        }
+        // A Failure naming nothing: its (empty) reason, not a panic.
+        assert_eq!(
+            outcome(br#"{"status":"Failure"}"#),
+            Ok(Outcome::Failed(String::new()))
+        );
+    }
 }

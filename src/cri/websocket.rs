@@ -149,6 +149,13 @@ impl Decoder {
         self.buf.extend_from_slice(bytes);
     }
 
+    /// Bytes held: read but not yet returned, and the fragments of a message in
+    /// progress. Once [`Decoder::next_message`] has answered `None`, at most one frame
+    /// header plus `max_message` (what a caller reading only then is bounded by).
+    pub fn held(&self) -> usize {
+        self.buf.len() + self.partial.as_ref().map_or(0, |(_, p)| p.len())
+    }
+
     /// The next complete message, `None` when more bytes are needed.
     pub fn next_message(&mut self) -> Result<Option<Message>, FrameError> {
         loop {
@@ -197,9 +204,16 @@ impl Decoder {
         if opcode >= CLOSE && (!fin || payload > MAX_CONTROL as u64) {
             return Err(FrameError::BadControl);
         }
-        let so_far = self.partial.as_ref().map_or(0, |(_, p)| p.len() as u64);
-        if so_far.saturating_add(payload) > self.max_message as u64 {
-            return Err(FrameError::TooLarge(so_far + payload, self.max_message));
+        // What a continuation adds to; a control frame between fragments is no part of
+        // the message (a new data message there is refused in frame()).
+        let so_far = match (opcode, &self.partial) {
+            (CONT, Some((_, p))) => p.len() as u64,
+            _ => 0,
+        };
+        // Saturating: a 2^64-1 length behind a started message must not overflow.
+        let total = so_far.saturating_add(payload);
+        if total > self.max_message as u64 {
+            return Err(FrameError::TooLarge(total, self.max_message));
         }
         Ok(Some(Header {
             fin,
@@ -332,5 +346,65 @@ mod tests {
         d.push(&server(false, BINARY, &[0; 60]));
         d.push(&server(true, CONT, &[0; 60]));
         assert_eq!(d.next_message(), Err(FrameError::TooLarge(120, 100)));
+    }
+
+    /// A frame header claiming `len` bytes (the 8-byte form), no payload.
+    fn huge(fin: bool, op: u8, len: u64) -> Vec<u8> {
+        let mut f = vec![if fin { 0x80 } else { 0 } | op, 127];
+        f.extend_from_slice(&len.to_be_bytes());
+        f
+    }
+
+    #[test]
+    fn hostile_lengths_are_refused_from_the_header() {
+        // The largest length behind a started message: no overflow, refused.
+        let mut d = Decoder::new(100);
+        d.push(&server(false, BINARY, b"abc"));
+        d.push(&huge(true, CONT, u64::MAX));
+        assert_eq!(d.next_message(), Err(FrameError::TooLarge(u64::MAX, 100)));
+        for len in [1 << 63, u64::MAX, 101] {
+            let mut d = Decoder::new(100);
+            d.push(&huge(true, BINARY, len));
+            assert_eq!(d.next_message(), Err(FrameError::TooLarge(len, 100)));
+        }
+        // Control frames: 126 bytes (2-byte form), 2^63 (8-byte form), fragmented close.
+        for bytes in [
+            vec![0x8A, 126, 0, 126],
+            huge(true, PING, 1 << 63),
+            server(false, CLOSE, b""),
+            server(false, PONG, b"x"),
+        ] {
+            let mut d = Decoder::new(1 << 20);
+            d.push(&bytes);
+            assert_eq!(d.next_message(), Err(FrameError::BadControl), "{bytes:?}");
+        }
+        // A control frame between fragments is fine (RFC 6455 5.4), up to 125 bytes, and
+        // does not count toward the message's size (100 + 1 bytes here).
+        let mut d = Decoder::new(200);
+        d.push(&server(false, TEXT, &[b'a'; 100]));
+        d.push(&server(true, PING, &[1; 125]));
+        d.push(&server(true, CONT, b"b"));
+        assert_eq!(d.next_message(), Ok(Some(Message::Ping(vec![1; 125]))));
+        let mut text = vec![b'a'; 100];
+        text.push(b'b');
+        assert_eq!(d.next_message(), Ok(Some(Message::Text(text))));
+    }
+
+    #[test]
+    fn truncated_frames_wait_and_stay_bounded() {
+        let whole = server(true, BINARY, &[9; 300]);
+        for cut in 0..whole.len() {
+            let mut d = Decoder::new(300);
+            d.push(&whole[..cut]);
+            assert_eq!(d.next_message(), Ok(None), "cut at {cut}");
+            assert!(d.held() <= 4 + 300, "{}", d.held());
+            d.push(&whole[cut..]);
+            assert_eq!(d.next_message(), Ok(Some(Message::Binary(vec![9; 300]))));
+            assert_eq!((d.held(), d.next_message()), (0, Ok(None)));
+        }
+        // A close with a 1-byte payload has no valid code: 1005, as with none.
+        let mut d = Decoder::new(10);
+        d.push(&server(true, CLOSE, b"x"));
+        assert_eq!(d.next_message(), Ok(Some(Message::Close(1005))));
     }
 }

@@ -103,6 +103,11 @@ impl LogRequest {
         Ok(r)
     }
 
+    /// Whether the log is followed (a long-lived request: `super::slots`).
+    pub fn follows(&self) -> bool {
+        self.follow && !self.previous
+    }
+
     /// The files to read, from the pod in the store and its log directory.
     fn files(&self, cfg: &Config) -> Result<(PathBuf, u32, Vec<PathBuf>), Refused> {
         let (ns, name, c) = (&self.ns, &self.pod, &self.container);
@@ -178,7 +183,7 @@ where
         Ok(f) => f,
         Err(refused) => return refused.answer().write_to(stream).await,
     };
-    let follow = req.follow && !req.previous;
+    let follow = req.follows();
     let mut logs = match LogStream::new(list, &req.read, follow) {
         Ok(s) => s,
         Err(e) => return Refused(500, e.to_string()).answer().write_to(stream).await,

@@ -11,7 +11,9 @@
 //! streaming server ([`stream`], [`relay`]), `/healthz` and `/pods` as on the local
 //! endpoint, kubelet's `/metrics/resource` (node and container CPU and memory).
 //!
-//! Bounded: at most [`MAX_CONNECTIONS`] (the oldest is closed for a new one), a request
+//! Bounded: at most [`MAX_CONNECTIONS`] connections in setup or a short answer (the
+//! oldest is closed for a new one), plus at most `apiServer.maxStreams` authorized
+//! long-lived ones (streams, followed logs: [`slots`], never closed for a newcomer); a request
 //! head of `server::MAX_HEAD`, [`SETUP_DEADLINE`] from accept to an authorized request
 //! (TLS handshake, head, review), then each write at most `WRITE_WAIT`. While nobody
 //! connects it costs nothing: the accept waits in the reactor. Connections authorized
@@ -24,12 +26,14 @@ mod container_logs;
 mod csr;
 mod csr_der;
 mod relay;
+mod slots;
 mod stream;
 mod tls;
 
 use crate::agent::context::Context;
 use crate::metrics::Refused;
 use crate::server::http::{self, Answer, Head};
+use crate::server::Evictable;
 use crate::uplink::agent::Uplink;
 use crate::uplink::counters::Counters;
 use crate::uplink::kubeconfig::{self, Sourced};
@@ -45,7 +49,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use tls::TlsConn;
 
-/// Connections served at once; the oldest is closed for a new one past this.
+/// Connections served at once besides the long-lived ones ([`slots`]); the oldest is
+/// closed for a new one past this.
 pub const MAX_CONNECTIONS: usize = 16;
 /// What is read and dropped after an answer, at most, before closing.
 const LINGER_BYTES: usize = 64 << 10;
@@ -61,8 +66,20 @@ struct KubeletApi {
     authz: authz::Authorizer,
     /// TLS bytes of the kubelet API (not the uplink's).
     counters: Rc<Counters>,
-    /// Exec, attach and port-forward streams open now.
+    /// Long-lived requests open now: exec, attach and port-forward streams, followed
+    /// logs ([`slots`]).
     streams: std::cell::Cell<usize>,
+}
+
+impl KubeletApi {
+    /// A setting of the `apiServer` section (always there while the API serves; its
+    /// default otherwise).
+    fn setting<T>(&self, get: impl Fn(&crate::config::ApiServerConfig) -> T) -> T {
+        match &self.ctx.cfg.api_server {
+            Some(c) => get(c),
+            None => get(&Default::default()),
+        }
+    }
 }
 
 /// Serves the kubelet API when `apiServer` names a port and a certificate (files, or
@@ -135,14 +152,14 @@ fn listen(up: &Rc<Uplink>, addr: std::net::SocketAddr, tls: Arc<ServerConfig>) {
         streams: Default::default(),
     });
     let accept =
-        crate::server::accept_bounded(listener, MAX_CONNECTIONS, "kubelet API", move |s| {
-            connection(s, shared.clone())
+        crate::server::accept_bounded(listener, MAX_CONNECTIONS, "kubelet API", move |s, e| {
+            connection(s, e, shared.clone())
         });
     crate::rt::spawn(accept).detach();
 }
 
 /// One connection: handshake, request, authorization, answer, close.
-async fn connection(tcp: Async<TcpStream>, api: Rc<KubeletApi>) {
+async fn connection(tcp: Async<TcpStream>, evictable: Evictable, api: Rc<KubeletApi>) {
     let setup = async {
         let (mut conn, user) = handshake(tcp, &api).await?;
         let refused = match http::read_head(&mut conn, crate::server::MAX_HEAD).await {
@@ -163,7 +180,7 @@ async fn connection(tcp: Async<TcpStream>, api: Rc<KubeletApi>) {
         return;
     };
     let served = match request {
-        Ok(head) => route(&mut conn, &api, &head).await,
+        Ok(head) => route(&mut conn, &api, &evictable, &head).await,
         Err(answer) => container_logs::timed(answer.write_to(&mut conn)).await,
     };
     if let Err(e) = served {
@@ -232,10 +249,15 @@ async fn authorize(api: &KubeletApi, user: Option<&User>, head: &Head) -> Option
 }
 
 /// The answer to an authorized request.
-async fn route(conn: &mut TlsConn, api: &KubeletApi, head: &Head) -> std::io::Result<()> {
+async fn route(
+    conn: &mut TlsConn,
+    api: &KubeletApi,
+    evictable: &Evictable,
+    head: &Head,
+) -> std::io::Result<()> {
     let cfg = &api.ctx.cfg;
     match stream::StreamRequest::parse(&head.path, &head.query) {
-        Some(Ok(req)) => return stream::serve(conn, api, head, req).await,
+        Some(Ok(req)) => return stream::serve(conn, api, evictable, head, req).await,
         Some(Err(refused)) => return container_logs::timed(refused.answer().write_to(conn)).await,
         None => {}
     }
@@ -245,6 +267,10 @@ async fn route(conn: &mut TlsConn, api: &KubeletApi, head: &Head) -> std::io::Re
                 .await;
         }
         return match container_logs::LogRequest::parse(rest, &head.query) {
+            Ok(req) if req.follows() => match slots::take(api, evictable) {
+                Ok(_slot) => container_logs::serve(conn, cfg, &req).await,
+                Err(too_many) => container_logs::timed(too_many.write_to(conn)).await,
+            },
             Ok(req) => container_logs::serve(conn, cfg, &req).await,
             Err(refused) => container_logs::timed(refused.answer().write_to(conn)).await,
         };

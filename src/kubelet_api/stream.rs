@@ -13,16 +13,16 @@
 
 use super::container_logs::{boolean, decode, timed, Refused};
 use super::tls::TlsConn;
-use super::{relay, KubeletApi};
+use super::{relay, slots, KubeletApi};
 use crate::agent::context::Context;
 use crate::cri::{pb, Code};
 use crate::kuberuntime::labels;
 use crate::model::Object;
 use crate::server::http::{Answer, Head};
+use crate::server::Evictable;
 use crate::store::{Kind, Store};
 use async_io::{Async, Timer};
 use smol::io::AsyncWriteExt;
-use std::cell::Cell;
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
@@ -32,32 +32,24 @@ const DIAL_WAIT: Duration = Duration::from_secs(10);
 /// Request headers passed to the runtime: those of the upgrade and protocol choice.
 const PASSED: [&str; 3] = ["upgrade", "connection", "x-stream-protocol-version"];
 
-/// Serves an authorized stream request: refused past `apiServer.maxStreams`, else the
-/// runtime's URL is dialled and the connection relayed until either side closes or
-/// `streamingConnectionIdleTimeout` passes with nothing sent.
+/// Serves an authorized stream request: refused past `apiServer.maxStreams` (`slots`),
+/// else the runtime's URL is dialled and the connection relayed until either side
+/// closes or `streamingConnectionIdleTimeout` passes with nothing sent.
 pub(super) async fn serve(
     conn: &mut TlsConn,
     api: &KubeletApi,
+    evictable: &Evictable,
     head: &Head,
     req: StreamRequest,
 ) -> std::io::Result<()> {
-    let defaults = crate::config::ApiServerConfig::default;
-    let cfg = api.ctx.cfg.api_server.as_ref();
-    let max = cfg.map_or_else(|| defaults().max_streams, |c| c.max_streams);
-    let idle = cfg.map_or_else(
-        || defaults().streaming_connection_idle_timeout,
-        |c| c.streaming_connection_idle_timeout,
-    );
+    let idle = api.setting(|c| c.streaming_connection_idle_timeout);
     if !matches!(head.method.as_str(), "GET" | "POST") {
         return timed(Answer::text(405, "only GET and POST are served\n").write_to(conn)).await;
     }
-    let open = api.streams.get();
-    if open >= max as usize {
-        crate::metrics::kubelet_api_stream(false);
-        let msg = format!("too many streams: {open} open, apiServer.maxStreams is {max}\n");
-        return timed(Answer::text(429, &msg).write_to(conn)).await;
-    }
-    let _open = Open::count(&api.streams);
+    let _slot = match slots::take(api, evictable) {
+        Ok(s) => s,
+        Err(too_many) => return timed(too_many.write_to(conn)).await,
+    };
     let url = match req.url(&api.ctx).await {
         Ok(u) => u,
         Err(refused) => return timed(refused.answer().write_to(conn)).await,
@@ -86,22 +78,6 @@ pub(super) async fn serve(
     );
     let _ = runtime.get_ref().shutdown(std::net::Shutdown::Both);
     Ok(())
-}
-
-/// One open stream counted while it lives.
-struct Open<'a>(&'a Cell<usize>);
-
-impl<'a> Open<'a> {
-    fn count(n: &'a Cell<usize>) -> Open<'a> {
-        n.set(n.get() + 1);
-        Open(n)
-    }
-}
-
-impl Drop for Open<'_> {
-    fn drop(&mut self) {
-        self.0.set(self.0.get().saturating_sub(1));
-    }
 }
 
 /// Which stream.
@@ -247,16 +223,18 @@ impl StreamRequest {
             ..Default::default()
         };
         let found = rt.list_containers(Some(f)).await.map_err(cri_refused)?;
-        let Some(c) = found.iter().max_by_key(|c| c.created_at) else {
+        let Some(id) = current(&found) else {
+            // No ": " in it: kubectl (1.20) reads a body with one as YAML, a map, and
+            // shows an empty "Error from server".
             return Err(Refused(
                 404,
                 format!(
-                    "container not found ({:?} in pod {}/{})",
+                    "container not found ({:?} in pod {}/{}; no attempt of it is running)",
                     self.container, self.ns, self.pod
                 ),
             ));
         };
-        let id = c.id.clone();
+        let id = id.to_string();
         let (stdin, stdout, stderr, tty) = (self.stdin, self.stdout, self.stderr, self.tty);
         let url = if self.kind == StreamKind::Exec {
             let cmd = self.cmd.clone();
@@ -315,6 +293,21 @@ impl StreamRequest {
         }
         Ok(uid.clone())
     }
+}
+
+/// The id of the container a stream goes to among the attempts carrying the pod's and
+/// container's labels: the running one, as kubelet (it looks only at running
+/// containers). Not simply the newest: an exited attempt can be the newest by
+/// `created_at` while another runs (a clock set back, as on a gateway without a
+/// real-time clock booting before NTP), and exec into it would fail. Two running
+/// (briefly, while one is replaced): the newest.
+fn current(attempts: &[pb::Container]) -> Option<&str> {
+    let running = pb::ContainerState::ContainerRunning as i32;
+    attempts
+        .iter()
+        .filter(|c| c.state == running)
+        .max_by_key(|c| c.created_at)
+        .map(|c| c.id.as_str())
 }
 
 /// A port of the `port` query.
@@ -446,6 +439,36 @@ mod tests {
         assert_eq!(r.ports, [80, 8080]);
         let r = parse("/attach/ns/p/c", "input=1&output=1").unwrap();
         assert_eq!(r.kind, StreamKind::Attach);
+    }
+
+    #[test]
+    fn the_running_attempt_is_picked_not_the_newest() {
+        let attempt = |id: &str, state: pb::ContainerState, created_at: i64| pb::Container {
+            id: id.into(),
+            state: state as i32,
+            created_at,
+            ..Default::default()
+        };
+        use pb::ContainerState::*;
+        // The exited attempt is the newest (a clock set back between the two).
+        let found = [
+            attempt("old-running", ContainerRunning, 100),
+            attempt("new-exited", ContainerExited, 200),
+            attempt("made", ContainerCreated, 300),
+        ];
+        assert_eq!(current(&found), Some("old-running"));
+        let found = [
+            attempt("a", ContainerRunning, 100),
+            attempt("b", ContainerRunning, 200),
+            attempt("c", ContainerExited, 50),
+        ];
+        assert_eq!(current(&found), Some("b"));
+        let none = [
+            attempt("x", ContainerExited, 1),
+            attempt("y", ContainerUnknown, 2),
+        ];
+        assert_eq!(current(&none), None);
+        assert_eq!(current(&[]), None);
     }
 
     #[test]

@@ -79,6 +79,7 @@ use std::sync::{Mutex, OnceLock};
 
 pub mod kube;
 pub mod promtool;
+pub mod pty;
 
 /// Directory of the harness scripts.
 fn harness_dir() -> PathBuf {

@@ -7,10 +7,11 @@ use crate::agent_support::{wait_for, Node};
 use crate::common::kube::Kube;
 use crate::common::Containerd;
 use serde_json::{json, Value};
+use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::Duration;
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
 
 pub const START: Duration = Duration::from_secs(90);
 
@@ -208,6 +209,13 @@ pub fn pod(kube: &Kube, ns: &str, node: &str, name: &str, image: &str, script: &
     pod_with(kube, ns, node, name, image, script, json!({}));
 }
 
+/// Pod `web`: busybox httpd on port 8080 serving "hello-web\n" (the port-forward tests).
+pub fn web_pod(kube: &Kube, ns: &str, node: &str, image: &str) {
+    let serve =
+        "mkdir -p /d/www; echo hello-web > /d/www/index.html; exec httpd -f -p 8080 -h /d/www";
+    pod(kube, ns, node, "web", image, serve);
+}
+
 /// As [`pod`], with `extra` keys in the container (`stdin`, ...).
 pub fn pod_with(
     kube: &Kube,
@@ -241,4 +249,58 @@ pub fn pod_with(
         c.extend(e.clone());
     }
     kube.apply(&pod.to_string());
+}
+
+/// kubectl as the cluster admin, in namespace `ns`.
+pub fn kubectl_ns(kube: &Kube, ns: &str, args: &[&str]) -> Command {
+    let mut cmd = Command::new(kube.kubectl_path());
+    cmd.arg("--kubeconfig")
+        .arg(kube.kubeconfig_admin())
+        .args(["-n", ns])
+        .args(args);
+    cmd
+}
+
+/// The next line of `out` (panics at the end of the output).
+pub fn line(out: &mut BufReader<ChildStdout>, what: &str) -> String {
+    let mut l = String::new();
+    assert!(out.read_line(&mut l).unwrap() > 0, "{what}: output ended");
+    l
+}
+
+/// Waits for `child` to exit, at most `limit`.
+pub fn exits_within(child: &mut Child, limit: Duration, what: &str) -> std::process::ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return st;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what}: still running after {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// `/metrics` counter `name` of the node.
+pub fn counter(n: &ApiNode, name: &str) -> u64 {
+    let text = n.local_metrics();
+    let v = text
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{name} ")));
+    v.and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{name} in\n{text}"))
+}
+
+/// `cmd` started with stdin, stdout and stderr piped, and its stdout read by lines.
+pub fn spawn_piped(mut cmd: Command) -> (Child, BufReader<ChildStdout>) {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = BufReader::new(child.stdout.take().unwrap());
+    (child, out)
 }
