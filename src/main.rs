@@ -3,6 +3,12 @@
 
 #![forbid(unsafe_code)]
 
+// On musl (the device builds) dlmalloc, not musl's own malloc: at 50 pods the agent's
+// heap pages were about 0.8 MB more under mallocng (see README "Dependencies").
+#[cfg(target_env = "musl")]
+#[global_allocator]
+static ALLOC: dlmalloc::GlobalDlmalloc = dlmalloc::GlobalDlmalloc;
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     std::process::exit(tinylet::cli::main(args));

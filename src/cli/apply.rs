@@ -21,6 +21,8 @@ use std::path::Path;
 const VALUE_OPTS: &[&str] = &["f", "filename", "config", "state-dir"];
 
 /// Runs `apply` with the words after the command name.
+// Never inlined into cli::main: see there.
+#[inline(never)]
 pub fn run(words: &[String]) -> Result<(), CliError> {
     let args = Args::parse(words, VALUE_OPTS)?;
     args.only(VALUE_OPTS)?;

@@ -16,6 +16,8 @@ use crate::config::Config;
 use std::path::PathBuf;
 
 /// Runs `check-config` with the words after the command name.
+// Never inlined into cli::main: see there.
+#[inline(never)]
 pub fn run(words: &[String]) -> Result<(), CliError> {
     let args = Args::parse(words, GLOBAL_VALUE_OPTS)?;
     args.only(&["config", "state-dir", "connect"])?;

@@ -21,6 +21,8 @@ const USAGE: &str = "usage: tinylet cri version|pods|ps [-a]|images|imagefs \
                      [--endpoint unix:///PATH] [--image-endpoint unix:///PATH]";
 
 /// Runs `tinylet cri WORDS...`.
+// Never inlined into cli::main: see there.
+#[inline(never)]
 pub fn run(words: &[String]) -> Result<(), CliError> {
     let mut value_opts = GLOBAL_VALUE_OPTS.to_vec();
     value_opts.extend(["endpoint", "image-endpoint"]);

@@ -16,6 +16,8 @@ use crate::store::{Deleted, Kind, Store, StoreError};
 const VALUE_OPTS: &[&str] = &["n", "namespace", "config", "state-dir"];
 
 /// Runs `delete` with the words after the command name.
+// Never inlined into cli::main: see there.
+#[inline(never)]
 pub fn run(words: &[String]) -> Result<(), CliError> {
     let args = Args::parse(words, VALUE_OPTS)?;
     args.only(VALUE_OPTS)?;

@@ -16,6 +16,8 @@ const STDIN_FLAGS: &[&str] = &["i", "stdin", "it", "ti"];
 const TTY_FLAGS: &[&str] = &["t", "tty", "it", "ti"];
 
 /// `tinylet exec NS/NAME [-c CONTAINER] -- CMD...`: runs a command in a container.
+// Never inlined into cli::main: see there.
+#[inline(never)]
 pub fn run(words: &[String]) -> Result<(), CliError> {
     let args = Args::parse(words, VALUE_OPTS)?;
     let known: Vec<&str> = [VALUE_OPTS, STDIN_FLAGS, TTY_FLAGS].concat();

@@ -49,6 +49,8 @@ enum Scope<'a> {
 }
 
 /// Runs `get` with the words after the command name.
+// Never inlined into cli::main: see there.
+#[inline(never)]
 pub fn run(words: &[String]) -> Result<(), CliError> {
     let args = Args::parse(words, VALUE_OPTS)?;
     let known: Vec<&str> = VALUE_OPTS.iter().chain(FLAGS).copied().collect();

@@ -30,6 +30,8 @@ const VALUE_OPTS: &[&str] = &[
 const FLAGS: &[&str] = &["p", "previous", "f", "follow", "timestamps"];
 
 /// Runs `logs` with the words after the command name.
+// Never inlined into cli::main: see there.
+#[inline(never)]
 pub fn run(words: &[String]) -> Result<(), CliError> {
     let args = Args::parse(words, VALUE_OPTS)?;
     let known: Vec<&str> = VALUE_OPTS.iter().chain(FLAGS).copied().collect();

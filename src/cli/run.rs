@@ -18,6 +18,8 @@ use std::rc::Rc;
 use std::time::Duration;
 
 /// `tinylet run`: runs the agent until the process is stopped.
+// Never inlined into cli::main: see there.
+#[inline(never)]
 pub fn run(words: &[String]) -> Result<(), CliError> {
     let args = Args::parse(words, GLOBAL_VALUE_OPTS)?;
     args.only(GLOBAL_VALUE_OPTS)?;
