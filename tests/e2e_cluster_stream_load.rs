@@ -84,22 +84,10 @@ fn forward(kube: &Kube) -> (Child, u16) {
     ));
     let first = line(&mut out, "port-forward");
     assert!(first.starts_with("Forwarding from"), "{first}");
-    assert_eq!(page(local), b"hello-web\n");
+    assert_eq!(forwarded_page(local), b"hello-web\n");
     // kubectl prints a line per forwarded connection: read on, so it never blocks.
     std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
     (child, local)
-}
-
-/// The httpd's page through the forwarded port `local`.
-fn page(local: u16) -> Vec<u8> {
-    wait_for("the httpd through the forwarded port", START, || {
-        let out = Command::new("curl")
-            .args(["-sS", "--fail", "--max-time", "10"])
-            .arg(format!("http://127.0.0.1:{local}/"))
-            .output()
-            .unwrap();
-        out.status.success().then_some(out.stdout)
-    })
 }
 
 /// The agent's CPU time over `CPU_WINDOW`.
@@ -219,7 +207,7 @@ fn twenty_streams_and_a_stalled_reader_keep_the_agent_bounded() {
         e.round_trip(&format!("still {i}"));
     }
     for (_, local) in &forwards {
-        assert_eq!(page(*local), b"hello-web\n");
+        assert_eq!(forwarded_page(*local), b"hello-web\n");
     }
     let hwm = procfs::vm_kib(pid, "VmHWM:").unwrap();
     peak = peak.max(rss(pid));

@@ -156,15 +156,7 @@ fn kubectl_exec_attach_and_port_forward_through_the_api_server() {
     let (mut fwd, mut out) = spawn(kube, &["port-forward", "web", &format!("{local}:8080")]);
     let first = line(&mut out, "port-forward");
     assert!(first.starts_with("Forwarding from"), "{first}");
-    let page = wait_for("the httpd through the forwarded port", START, || {
-        let out = Command::new("curl")
-            .args(["-sS", "--fail", "--max-time", "10"])
-            .arg(format!("http://127.0.0.1:{local}/"))
-            .output()
-            .unwrap();
-        out.status.success().then_some(out.stdout)
-    });
-    assert_eq!(page, b"hello-web\n");
+    assert_eq!(forwarded_page(local), b"hello-web\n");
     let _ = fwd.kill();
     let _ = fwd.wait();
 

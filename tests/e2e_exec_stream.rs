@@ -141,22 +141,25 @@ fn missing_pod_is_not_found() {
     );
 }
 
+/// `tinylet exec --config CONFIG NS/shell ARGS...`, as a pty session runs it.
+fn exec_argv(n: &Node, args: &[&str]) -> Vec<String> {
+    let config = n.config.to_str().expect("a UTF-8 path");
+    let head = [env!("CARGO_BIN_EXE_tinylet"), "exec", "--config", config];
+    let target = format!("{NS}/shell");
+    head.iter()
+        .copied()
+        .chain([target.as_str()])
+        .chain(args.iter().copied())
+        .map(String::from)
+        .collect()
+}
+
 /// The scripted terminal session: tinylet on a pty (`common::pty`), typed into.
 #[test]
 fn tty_session_scripted() {
     let n = node();
-    let target = format!("{NS}/shell");
-    let config = n.config.to_str().expect("a UTF-8 path");
-    let argv = [
-        env!("CARGO_BIN_EXE_tinylet"),
-        "exec",
-        "--config",
-        config,
-        &target,
-        "-it",
-        "--",
-        "sh",
-    ];
+    let argv = exec_argv(n, &["-it", "--", "sh"]);
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
     let steps = [
         Step::Until("# "),
         Step::Threads,
@@ -185,20 +188,8 @@ fn tty_session_scripted() {
 #[test]
 fn ctrl_z_stops_with_the_terminal_blocking() {
     let n = node();
-    let target = format!("{NS}/shell");
-    let config = n.config.to_str().expect("a UTF-8 path");
-    let argv = [
-        env!("CARGO_BIN_EXE_tinylet"),
-        "exec",
-        "--config",
-        config,
-        &target,
-        "-i",
-        "--",
-        "sh",
-        "-c",
-        "echo ready; head -n 1",
-    ];
+    let argv = exec_argv(n, &["-i", "--", "sh", "-c", "echo ready; head -n 1"]);
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
     let steps = [
         Step::Until("ready"),
         Step::Keys("\x1a"),

@@ -304,3 +304,16 @@ pub fn spawn_piped(mut cmd: Command) -> (Child, BufReader<ChildStdout>) {
     let out = BufReader::new(child.stdout.take().unwrap());
     (child, out)
 }
+
+/// The body of `http://127.0.0.1:LOCAL/` once it answers (a `kubectl port-forward`'s local
+/// port, which takes a moment to be served).
+pub fn forwarded_page(local: u16) -> Vec<u8> {
+    wait_for("the httpd through the forwarded port", START, || {
+        let out = Command::new("curl")
+            .args(["-sS", "--fail", "--max-time", "10"])
+            .arg(format!("http://127.0.0.1:{local}/"))
+            .output()
+            .unwrap();
+        out.status.success().then_some(out.stdout)
+    })
+}
