@@ -35,20 +35,6 @@ fn kubectl(kube: &Kube, args: &[&str]) -> Command {
     kubectl_ns(kube, NS, args)
 }
 
-/// kubectl's argv as the cluster admin in the terminal tests' namespace.
-fn kubectl_argv<'a>(kube: &'a Kube, args: &[&'a str]) -> Vec<&'a str> {
-    let path = |p: &'a std::path::Path| p.to_str().expect("a UTF-8 path");
-    let mut argv = vec![
-        path(kube.kubectl_path()),
-        "--kubeconfig",
-        path(kube.kubeconfig_admin()),
-        "-n",
-        TTY_NS,
-    ];
-    argv.extend_from_slice(args);
-    argv
-}
-
 /// `{.status.containerStatuses[0].FIELD}` of pod `name` in the terminal tests' namespace.
 fn container_status(kube: &Kube, name: &str, field: &str) -> String {
     let path = format!("jsonpath={{.status.containerStatuses[0].{field}}}");
@@ -256,7 +242,7 @@ fn kubectl_exec_and_attach_on_a_terminal_and_after_a_crash() {
 
     // exec -it: a prompt, typed commands and their output, a terminal of the size of
     // kubectl's (33x111), then resized (40x120), and `exit 3` is kubectl's exit code.
-    let argv = kubectl_argv(kube, &["exec", "-it", "shell", "--", "sh"]);
+    let cmd = kubectl_ns(kube, TTY_NS, &["exec", "-it", "shell", "--", "sh"]);
     let steps = [
         Step::Until("# "),
         Step::Type("echo $((6*7))"),
@@ -269,12 +255,12 @@ fn kubectl_exec_and_attach_on_a_terminal_and_after_a_crash() {
         Step::Retype("stty size", "40 120"),
         Step::Type("exit 3"),
     ];
-    let s = session(&argv, 33, 111, &steps, 60)
+    let s = session(&cmd, 33, 111, &steps, 60)
         .unwrap_or_else(|e| panic!("kubectl exec -it: {e}\nagent:\n{}", n.node.agent_log_tail()));
     assert_eq!((s.exit, s.cooked), (3, true), "{s:?}");
 
     // attach -it: the container's own shell on its own terminal; ended by the user.
-    let argv = kubectl_argv(kube, &["attach", "-it", "console"]);
+    let cmd = kubectl_ns(kube, TTY_NS, &["attach", "-it", "console"]);
     let steps = [
         // Enter until a prompt: the shell printed its first one before kubectl came.
         Step::Retype("", "# "),
@@ -282,7 +268,7 @@ fn kubectl_exec_and_attach_on_a_terminal_and_after_a_crash() {
         Step::Until("\r\n42 /dev/pts/"),
         Step::Term,
     ];
-    if let Err(e) = session(&argv, 24, 80, &steps, 60) {
+    if let Err(e) = session(&cmd, 24, 80, &steps, 60) {
         panic!(
             "kubectl attach -it: {e}\nagent:\n{}",
             n.node.agent_log_tail()

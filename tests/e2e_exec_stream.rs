@@ -38,14 +38,19 @@ fn node() -> &'static Node {
     })
 }
 
-/// `tinylet exec --config C ARGS...` with `input` piped to its stdin.
-fn exec_piped(args: &[&str], input: &[u8]) -> Output {
-    let n = node();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tinylet"))
-        .arg("exec")
+/// `tinylet exec --config C ARGS...`.
+fn tinylet_exec(args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tinylet"));
+    cmd.arg("exec")
         .arg("--config")
-        .arg(&n.config)
-        .args(args)
+        .arg(&node().config)
+        .args(args);
+    cmd
+}
+
+/// [`tinylet_exec`] with `input` piped to its stdin.
+fn exec_piped(args: &[&str], input: &[u8]) -> Output {
+    let mut child = tinylet_exec(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -141,25 +146,11 @@ fn missing_pod_is_not_found() {
     );
 }
 
-/// `tinylet exec --config CONFIG NS/shell ARGS...`, as a pty session runs it.
-fn exec_argv(n: &Node, args: &[&str]) -> Vec<String> {
-    let config = n.config.to_str().expect("a UTF-8 path");
-    let head = [env!("CARGO_BIN_EXE_tinylet"), "exec", "--config", config];
-    let target = format!("{NS}/shell");
-    head.iter()
-        .copied()
-        .chain([target.as_str()])
-        .chain(args.iter().copied())
-        .map(String::from)
-        .collect()
-}
-
 /// The scripted terminal session: tinylet on a pty (`common::pty`), typed into.
 #[test]
 fn tty_session_scripted() {
-    let n = node();
-    let argv = exec_argv(n, &["-it", "--", "sh"]);
-    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let shell = format!("{NS}/shell");
+    let cmd = tinylet_exec(&[&shell, "-it", "--", "sh"]);
     let steps = [
         Step::Until("# "),
         Step::Threads,
@@ -174,7 +165,7 @@ fn tty_session_scripted() {
         Step::Until("40 120"),
         Step::Type("exit 5"),
     ];
-    let s = session(&argv, 33, 111, &steps, 30).unwrap_or_else(|e| panic!("{e}"));
+    let s = session(&cmd, 33, 111, &steps, 30).unwrap_or_else(|e| panic!("{e}"));
     // Two threads, as the agent: the executor's and async-io's helper (no signal thread).
     assert_eq!(
         (s.exit, s.cooked, s.threads.as_slice()),
@@ -187,9 +178,8 @@ fn tty_session_scripted() {
 /// goes on once continued.
 #[test]
 fn ctrl_z_stops_with_the_terminal_blocking() {
-    let n = node();
-    let argv = exec_argv(n, &["-i", "--", "sh", "-c", "echo ready; head -n 1"]);
-    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let shell = format!("{NS}/shell");
+    let cmd = tinylet_exec(&[&shell, "-i", "--", "sh", "-c", "echo ready; head -n 1"]);
     let steps = [
         Step::Until("ready"),
         Step::Keys("\x1a"),
@@ -199,6 +189,6 @@ fn ctrl_z_stops_with_the_terminal_blocking() {
         Step::Type("hello"),
         Step::Until("hello"),
     ];
-    let s = job_session(&argv, 24, 80, &steps, 30).unwrap_or_else(|e| panic!("{e}"));
+    let s = job_session(&cmd, 24, 80, &steps, 30).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(s.exit, 0, "{s:?}");
 }

@@ -149,35 +149,36 @@ print(json.dumps({"exit": os.waitstatus_to_exitcode(status), "cooked": cooked,
                   "threads": threads}))
 "##;
 
-/// Runs `argv` on a pty of `rows` x `cols` and plays `steps`, each wait at most
-/// `timeout_s` seconds; then waits for the command to end. An error says which step
-/// failed and the output seen since the last match.
+/// Runs `cmd` (its program and arguments: the driver starts it, so an environment or
+/// directory set on `cmd` is refused) on a pty of `rows` x `cols` and plays `steps`,
+/// each wait at most `timeout_s` seconds; then waits for the command to end. An error
+/// says which step failed and the output seen since the last match.
 pub fn session(
-    argv: &[&str],
+    cmd: &Command,
     rows: u16,
     cols: u16,
     steps: &[Step],
     timeout_s: u32,
 ) -> Result<Session, String> {
-    run(false, argv, rows, cols, steps, timeout_s)
+    run(false, cmd, rows, cols, steps, timeout_s)
 }
 
-/// [`session`] with `argv` run as a job of a job control shell: Ctrl-Z stops it; the
+/// [`session`] with `cmd` run as a job of a job control shell: Ctrl-Z stops it; the
 /// shell then prints `[stopped, stdin blocking]` (or `non-blocking`: how the command
 /// left the terminal's open file), and typing `fg` continues it (`[continued]`).
 pub fn job_session(
-    argv: &[&str],
+    cmd: &Command,
     rows: u16,
     cols: u16,
     steps: &[Step],
     timeout_s: u32,
 ) -> Result<Session, String> {
-    run(true, argv, rows, cols, steps, timeout_s)
+    run(true, cmd, rows, cols, steps, timeout_s)
 }
 
 fn run(
     job: bool,
-    argv: &[&str],
+    cmd: &Command,
     rows: u16,
     cols: u16,
     steps: &[Step],
@@ -195,11 +196,16 @@ fn run(
             Step::Keys(k) => json!(["keys", k]),
         })
         .collect();
+    assert!(
+        cmd.get_envs().next().is_none() && cmd.get_current_dir().is_none(),
+        "a pty session runs only the program and arguments of {cmd:?}"
+    );
     let out = Command::new("python3")
         .args(["-c", DRIVER, &Value::from(steps).to_string()])
         .args([rows.to_string(), cols.to_string(), timeout_s.to_string()])
         .arg(if job { "job" } else { "plain" })
-        .args(argv)
+        .arg(cmd.get_program())
+        .args(cmd.get_args())
         .output()
         .map_err(|e| format!("running python3: {e}"))?;
     let text = String::from_utf8_lossy(&out.stdout);
