@@ -98,6 +98,8 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
         if let Some(u) = &uplink {
             crate::uplink::tasks::start(u);
         }
+        // The start's code (and a rare event's) is not kept mapped: see code_pages.
+        crate::rt::spawn(crate::code_pages::trim_periodically()).detach();
         SyncLoop::new(ctx).run().await;
     }));
     Ok(())
