@@ -7,8 +7,13 @@ use std::process::ExitCode;
 
 const PROTO: &str = "proto/runtime/v1/api.proto";
 
+/// Read by the static release builds' linker (cross/order/link.sh), which cargo does not
+/// know of: naming it here relinks them when the list changes.
+const HOT_LIST: &str = "cross/order/hot-functions.txt";
+
 fn main() -> ExitCode {
     println!("cargo:rerun-if-changed={PROTO}");
+    println!("cargo:rerun-if-changed={HOT_LIST}");
     let fds = match protox::compile([PROTO], ["proto"]) {
         Ok(fds) => fds,
         Err(e) => {

@@ -45,6 +45,13 @@ read -ra FEATURE_ARGS <<<"${STATIC_FEATURES-}"
 # local-only binary (2026-12-01). A panic still prints its message and aborts.
 # Unit tests keep the tables (their harness unwinds). Empty it to build with them.
 RELEASE_RUSTFLAGS=${RELEASE_RUSTFLAGS-"-C force-unwind-tables=no"}
+# The release binaries' code laid out for the agent's steady state (cross/order/): v0
+# symbol names (only the link sees them: the binary is stripped), so the list of hot
+# functions names them the same in every build and target, and a linker that orders
+# .text by that list. LINK_ORDER=0 links as zig cc alone would.
+LINK_ORDER=${LINK_ORDER:-1}
+# An unstripped release build (cross/order/profile.sh reads its symbols): STATIC_STRIP=0.
+STATIC_STRIP=${STATIC_STRIP:-1}
 
 say() { echo "cross/build: $*" >&2; }
 die() {
@@ -131,13 +138,32 @@ static() {
 	for t in "$@"; do check_static "$t"; done
 }
 
-# Adds RELEASE_RUSTFLAGS to the per-target flags zigbuild_env set for TARGETs.
+# Adds RELEASE_RUSTFLAGS and the ordering linker to the per-target flags zigbuild_env set
+# for TARGETs.
 release_rustflags() {
 	local t var
 	for t in "$@"; do
 		var=CARGO_TARGET_$(env_triple "$t")_RUSTFLAGS
-		export "$var=${!var} $RELEASE_RUSTFLAGS"
+		export "$var=${!var} $RELEASE_RUSTFLAGS -C symbol-mangling-version=v0$(order_linker "$t")"
 	done
+	if [ "$STATIC_STRIP" = 0 ]; then export CARGO_PROFILE_RELEASE_STRIP=false; fi
+}
+
+# Where cross/order/link.sh leaves its summary of TARGET's last link.
+order_log() { echo "$CARGO_TARGET_DIR/link-order-$1.log"; }
+
+# " -C linker=SHIM" for TARGET: a shim naming the target for cross/order/link.sh, which
+# finds cargo-zigbuild's linker wrapper for it in CARGO_TARGET_<T>_LINKER at link time
+# (cargo-zigbuild sets that; a -C linker in the target's rustflags comes after it and wins).
+order_linker() {
+	local t=$1 shim
+	[ "$LINK_ORDER" = 1 ] || return 0
+	shim=$CARGO_TARGET_DIR/link-$t.sh
+	mkdir -p "$CARGO_TARGET_DIR"
+	printf '#!/bin/sh\nTINYLET_ZIGCC_VAR=CARGO_TARGET_%s_LINKER TINYLET_ORDER_LOG=%s exec %s "$@"\n' \
+		"$(env_triple "$t")" "$(order_log "$t")" "$ROOT/cross/order/link.sh" >"$shim"
+	chmod +x "$shim"
+	printf ' -C linker=%s' "$shim"
 }
 
 # Fails unless TARGET's binary is static and stripped; copies it to dist/.
@@ -149,14 +175,18 @@ check_static() {
 	*"statically linked"* | *"static-pie linked"*) ;;
 	*) die "$bin is not statically linked: $info" ;;
 	esac
-	case $info in
+	case $STATIC_STRIP:$info in
+	0:*) ;;
 	*"not stripped"* | *"with debug_info"*) die "$bin is not stripped: $info" ;;
 	*stripped*) ;;
 	*) die "$bin: file does not say stripped: $info" ;;
 	esac
+	# An unstripped build is for reading, not shipping: dist/ keeps the release binary.
+	[ "$STATIC_STRIP" = 0 ] && return 0
 	mkdir -p dist
 	cp "$bin" "dist/tinylet-$t"
 	say "$bin: $info"
+	if [ -f "$(order_log "$t")" ]; then say "$t code layout: $(cat "$(order_log "$t")")"; fi
 }
 
 # Sets TARGET_ARGS to "--target A --target B ..." for cargo.
