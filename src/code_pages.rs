@@ -197,11 +197,9 @@ Size:                  4 kB
 Rss:                   4 kB
 Anonymous:             0 kB
 00401000-00600000 r-xp 00001000 fe:01 1234   /usr/bin/tinylet
-Size:               2044 kB
 Rss:                1800 kB
 Anonymous:             0 kB
 00600000-00640000 r--p 00200000 fe:01 1234   /usr/bin/tinylet
-Size:                256 kB
 Rss:                 256 kB
 Anonymous:            12 kB
 00640000-00650000 rw-p 00240000 fe:01 1234   /usr/bin/tinylet
