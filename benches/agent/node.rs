@@ -72,9 +72,21 @@ impl Node {
     /// Starts `bin run` (stopping the agent running, if any), its log in agent.log;
     /// the kernel kills it if we die.
     pub fn start_agent(&mut self, bin: &Path) -> Result<u32, String> {
+        self.start_agent_via(&[], bin)
+    }
+
+    /// As [`Node::start_agent`], with `bin` run by the command `prefix` (a profiler).
+    pub fn start_agent_via(&mut self, prefix: &[String], bin: &Path) -> Result<u32, String> {
         self.stop_agent();
         let log = std::fs::File::create(self.agent_log()).map_err(|e| e.to_string())?;
-        let mut cmd = Command::new(bin);
+        let mut cmd = match prefix.split_first() {
+            Some((first, rest)) => {
+                let mut c = Command::new(first);
+                c.args(rest).arg(bin);
+                c
+            }
+            None => Command::new(bin),
+        };
         cmd.args(["run", "--config"])
             .arg(&self.config)
             .stdin(Stdio::null())

@@ -3,7 +3,10 @@
 //! readiness as kubectl shows it.
 
 use crate::common::kube::Kube;
+use crate::common::Containerd;
+use crate::node::Node;
 use crate::node::{pod_manifest, NS};
+use crate::watch::Admin;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -110,4 +113,69 @@ pub fn wait_node_ready(kube: &Kube, name: &str, timeout: Duration) -> Result<(),
     Err(format!(
         "Node {name} not Ready in the API within {timeout:?}; last: {last}"
     ))
+}
+
+/// Joins the node of `config` to the cluster: the uplink on with `kubeconfig`, the kubelet
+/// API on a free port with the `serving` key and certificate, `max_streams` streams.
+pub fn join(
+    config: &Path,
+    kubeconfig: &Path,
+    serving: &(PathBuf, PathBuf),
+    max_streams: usize,
+) -> Result<(), String> {
+    let io = |e: String| format!("{}: {e}", config.display());
+    let text = std::fs::read_to_string(config).map_err(|e| io(e.to_string()))?;
+    let mut cfg: Value = serde_json::from_str(&text).map_err(|e| io(e.to_string()))?;
+    let port = std::net::TcpListener::bind("0.0.0.0:0")
+        .and_then(|l| l.local_addr())
+        .map_err(|e| format!("a free port: {e}"))?
+        .port();
+    cfg["apiServer"] = json!({"kubeconfig": kubeconfig, "port": port,
+                              "tlsPrivateKeyFile": serving.0, "tlsCertFile": serving.1,
+                              "maxStreams": max_streams});
+    std::fs::write(config, cfg.to_string()).map_err(|e| io(e.to_string()))
+}
+
+/// The admin's credentials, for the pod watch.
+pub fn admin(kube: &Kube) -> Admin {
+    let pki = kube.dir().join("pki");
+    Admin {
+        url: kube.api_url().to_string(),
+        ca: kube.ca_file().to_path_buf(),
+        cert: pki.join("admin.crt"),
+        key: pki.join("admin.key"),
+    }
+}
+
+/// "https://127.0.0.1:PORT" -> the socket address.
+pub fn api_addr(url: &str) -> Result<std::net::SocketAddr, String> {
+    url.trim_start_matches("https://")
+        .trim_end_matches('/')
+        .parse()
+        .map_err(|e| format!("API server URL {url}: {e}"))
+}
+
+/// The node under bench in `dir` on `ctd`, joined as `name` through the relay at
+/// `relay_url`, with the kubelet API on (a certificate the cluster CA signed) and room
+/// for `max_streams` streams; the agent is not started.
+pub fn joined_node(
+    kube: &Kube,
+    ctd: &Containerd,
+    relay_url: &str,
+    bin: &Path,
+    dir: &Path,
+    name: &str,
+    max_streams: usize,
+) -> Result<Node, String> {
+    let node = Node::new(
+        bin.to_path_buf(),
+        dir.to_path_buf(),
+        &ctd.endpoint(),
+        ctd.sandbox_image(),
+        ctd.test_image(),
+    )?;
+    let kubeconfig = kubeconfig_via(kube, name, relay_url)?;
+    let serving = crate::streams::serving_cert(kube, dir, name)?;
+    join(&node.config, &kubeconfig, &serving, max_streams)?;
+    Ok(node)
 }
