@@ -7,13 +7,14 @@ use std::process::ExitCode;
 
 const PROTO: &str = "proto/runtime/v1/api.proto";
 
-/// Read by the static release builds' linker (cross/order/link.sh), which cargo does not
-/// know of: naming it here relinks them when the list changes.
-const HOT_LIST: &str = "cross/order/hot-functions.txt";
+/// The static release builds' linker (cross/order/link.sh), its tools and the list of hot
+/// functions it lays out first, which cargo does not know of: naming them here relinks
+/// those builds when any of them changes.
+const LINK_ORDER: &str = "cross/order";
 
 fn main() -> ExitCode {
     println!("cargo:rerun-if-changed={PROTO}");
-    println!("cargo:rerun-if-changed={HOT_LIST}");
+    println!("cargo:rerun-if-changed={LINK_ORDER}");
     let fds = match protox::compile([PROTO], ["proto"]) {
         Ok(fds) => fds,
         Err(e) => {

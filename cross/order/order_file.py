@@ -7,9 +7,10 @@ that LIST names, in LIST's order.
 LIST holds one function a line as rustc's v0 mangling demangles it, with the crates'
 disambiguators left out (`<tinylet::agent::pleg::Pleg>::relist`): such a name stays the
 same from one build to the next and from one target to another, while the mangled one
-carries hashes of the build. A C function's name (musl's, compiler-rt's) is its symbol
-and goes to the output as it is. '#' starts a comment. A Rust name of LIST found in no
-object is skipped (the code changed since the list was made); the summary says how many.
+carries hashes of the build. A line starting with '#' is a comment. A C function's name
+(musl's, compiler-rt's) is its symbol and goes to the output as it is. A Rust name of
+LIST found in no object is skipped (the code changed since the list was made); the
+summary says how many.
 """
 import re
 import subprocess
@@ -24,8 +25,9 @@ def wanted(path):
     names = []
     with open(path) as f:
         for line in f:
-            line = line.split("#", 1)[0].strip()
-            if line:
+            # Only whole lines are comments: names hold '#' ({closure#0}).
+            line = line.strip()
+            if line and not line.startswith("#"):
                 names.append(line)
     return names
 
