@@ -4,6 +4,7 @@
 #   make cross-test  static aarch64 + armv7 builds, unit tests under qemu
 #   make arm-e2e     the static aarch64 agent on an emulated 256/128 MB board
 #   make bench       performance numbers (CRI latency, RSS, CPU, sizes)
+#   make hot-functions  cross/order/hot-functions.txt again (the code layout's profile)
 #   make static TARGET=aarch64-unknown-linux-musl
 #   make release     per-target tarballs in dist/
 #   make install     target/release/tinylet as /usr/local/bin/tinylet
