@@ -723,10 +723,12 @@ fn print_streams(r: &Report) {
         );
     }
     if let [zero, open, ..] = r.streams.as_slice() {
-        let each = open.rss.saturating_sub(zero.rss) as f64 / STREAMS as f64;
+        // The anonymous part: the file-backed part moves with the trims of the code
+        // pages (tinylet::code_pages), which may fall between the two readings.
+        let each = open.anon.saturating_sub(zero.anon) as f64 / STREAMS as f64;
         println!(
             "{:<44} {:>26}",
-            "  per open exec stream (VmRSS delta / 10)",
+            "  per open exec stream (RssAnon delta / 10)",
             format!("{each:.1} KiB")
         );
     }

@@ -176,11 +176,13 @@ pub async fn trim_periodically() {
     loop {
         smol::Timer::after(wait).await;
         wait = TRIM_PERIOD;
+        let started = std::time::Instant::now();
         match trim() {
             Ok(t) => log::debug!(
-                "gave back {} KiB of code pages ({} mappings)",
+                "gave back {} KiB of code pages ({} mappings) in {:?}",
                 t.kib,
-                t.mappings
+                t.mappings,
+                started.elapsed()
             ),
             Err(e) => log::warn!("giving back code pages: {e}"),
         }
