@@ -129,17 +129,7 @@ struct Scrape {
 }
 
 fn main() {
-    // `cargo test --all-targets` runs bench targets too, without `--bench`: this bench
-    // needs the release agent and minutes of wall time, so it only runs as a bench.
-    if !std::env::args().any(|a| a == "--bench") {
-        println!("bench-agent: skipped outside `cargo bench` (run `make bench-agent`)");
-        return;
-    }
-    // The instance lives in `run`, so it is torn down (Drop) before the exit code.
-    if let Err(e) = run() {
-        eprintln!("bench-agent: error: {e}");
-        std::process::exit(1);
-    }
+    figures::bench_main("bench-agent", "bench-agent", run);
 }
 
 fn run() -> Result<(), String> {

@@ -64,15 +64,7 @@ const SETTLE: Duration = Duration::from_secs(30);
 const SCRAPE_EVERY: Duration = Duration::from_secs(15);
 
 fn main() {
-    // `cargo test --all-targets` runs bench targets too, without `--bench`.
-    if !std::env::args().any(|a| a == "--bench") {
-        println!("hot-code: skipped outside `cargo bench` (run `make hot-functions`)");
-        return;
-    }
-    if let Err(e) = run() {
-        eprintln!("hot-code: error: {e}");
-        std::process::exit(1);
-    }
+    figures::bench_main("hot-code", "hot-functions", run);
 }
 
 fn run() -> Result<(), String> {

@@ -140,17 +140,7 @@ struct Report {
 }
 
 fn main() {
-    // `cargo test --all-targets` runs bench targets too, without `--bench`: this one needs
-    // the release agent and minutes of wall time, so it only runs as a bench.
-    if !std::env::args().any(|a| a == "--bench") {
-        println!("bench-uplink: skipped outside `cargo bench` (run `make bench-uplink`)");
-        return;
-    }
-    // The instances live in `run`, so they are torn down (Drop) before the exit code.
-    if let Err(e) = run() {
-        eprintln!("bench-uplink: error: {e}");
-        std::process::exit(1);
-    }
+    figures::bench_main("bench-uplink", "bench-uplink", run);
 }
 
 fn run() -> Result<(), String> {

@@ -1,5 +1,6 @@
-//! Small pieces both agent benches (benches/agent.rs, benches/uplink.rs) print their
-//! figures with: percentiles, the target verdict, numeric settings from the environment.
+//! Small pieces the agent benches (benches/agent.rs, benches/uplink.rs, benches/hot_code.rs)
+//! share: their `main`, percentiles, the target verdict, numeric settings from the
+//! environment.
 
 use std::time::Duration;
 
@@ -27,5 +28,20 @@ pub fn env_u64(key: &str, default: u64) -> Result<u64, String> {
             .parse()
             .map_err(|_| format!("{key}={v:?}: expected a number")),
         Err(_) => Ok(default),
+    }
+}
+
+/// A bench's `main`: runs `run` only under `cargo bench` (`cargo test --all-targets` runs
+/// bench targets too, without `--bench`, and these need a release agent and minutes of
+/// wall time), and exits 1 with its error. What `run` starts lives in it, so it is torn
+/// down (Drop) before the exit code.
+pub fn bench_main(name: &str, make_target: &str, run: impl FnOnce() -> Result<(), String>) {
+    if !std::env::args().any(|a| a == "--bench") {
+        println!("{name}: skipped outside `cargo bench` (run `make {make_target}`)");
+        return;
+    }
+    if let Err(e) = run() {
+        eprintln!("{name}: error: {e}");
+        std::process::exit(1);
     }
 }
