@@ -391,39 +391,14 @@ fn scrape_phase(node: &Node, pid: u32) -> Result<Scrape, String> {
     let cpu0 = procfs::cpu_time(pid)?;
     let mut s = Scrape::default();
     for _ in 0..SCRAPES {
-        http_get(node.status, "/healthz")?;
-        s.metrics_bytes = http_get(node.status, "/metrics")?;
-        s.pods_bytes = http_get(node.status, "/pods")?;
+        node::http_get(node.status, "/healthz")?;
+        s.metrics_bytes = node::http_get(node.status, "/metrics")?;
+        s.pods_bytes = node::http_get(node.status, "/pods")?;
         s.rounds += 1;
     }
     s.cpu = procfs::cpu_time(pid)?.saturating_sub(cpu0);
     s.hwm = procfs::vm_kib(pid, "VmHWM:")?;
     Ok(s)
-}
-
-/// GET `path` over HTTP/1.1 with `Connection: close`; the body's length on a 200.
-fn http_get(addr: std::net::SocketAddr, path: &str) -> Result<usize, String> {
-    use std::io::{Read as _, Write as _};
-    let err = |e: std::io::Error| format!("GET {path} from {addr}: {e}");
-    let mut c = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5)).map_err(err)?;
-    c.set_read_timeout(Some(Duration::from_secs(10)))
-        .map_err(err)?;
-    write!(
-        c,
-        "GET {path} HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n"
-    )
-    .map_err(err)?;
-    let mut answer = Vec::new();
-    c.read_to_end(&mut answer).map_err(err)?;
-    let text = String::from_utf8_lossy(&answer);
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    if !head.starts_with("HTTP/1.1 200") {
-        return Err(format!(
-            "GET {path} from {addr}: {}",
-            head.lines().next().unwrap_or("")
-        ));
-    }
-    Ok(body.len())
 }
 
 /// First-restart delays of pods whose container exits after about a second.

@@ -49,7 +49,7 @@ use figures::env_u64;
 use node::NS;
 use relay::Relay;
 use std::collections::BTreeSet;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -135,7 +135,7 @@ fn run() -> Result<(), String> {
 /// ran all the same).
 fn scrape(kube: &Kube, status: std::net::SocketAddr) {
     for path in ["/healthz", "/metrics", "/pods"] {
-        if let Err(e) = http_get(status, path) {
+        if let Err(e) = node::http_get(status, path) {
             eprintln!("hot-code: {e}");
         }
     }
@@ -149,28 +149,6 @@ fn scrape(kube: &Kube, status: std::net::SocketAddr) {
             );
         }
     }
-}
-
-/// GET `path` from the status endpoint; fails unless it answers 200.
-fn http_get(addr: std::net::SocketAddr, path: &str) -> Result<(), String> {
-    let err = |e: std::io::Error| format!("GET {path}: {e}");
-    let mut s = std::net::TcpStream::connect(addr).map_err(err)?;
-    s.set_read_timeout(Some(Duration::from_secs(60)))
-        .map_err(err)?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-    )
-    .map_err(err)?;
-    let mut answer = String::new();
-    s.read_to_string(&mut answer).map_err(err)?;
-    if !answer.starts_with("HTTP/1.1 200") {
-        return Err(format!(
-            "GET {path}: {}",
-            answer.lines().next().unwrap_or("")
-        ));
-    }
-    Ok(())
 }
 
 fn callgrind_control(args: &[&str], pid: u32) -> Result<(), String> {

@@ -236,3 +236,28 @@ pub fn pod_manifest(name: &str, image: &str, command: &[&str]) -> Value {
 fn free_loopback_port() -> std::io::Result<std::net::SocketAddr> {
     std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()
 }
+
+/// GET `path` over HTTP/1.1 with `Connection: close`; the body's length on a 200.
+pub fn http_get(addr: std::net::SocketAddr, path: &str) -> Result<usize, String> {
+    use std::io::{Read as _, Write as _};
+    let err = |e: std::io::Error| format!("GET {path} from {addr}: {e}");
+    let mut c = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5)).map_err(err)?;
+    c.set_read_timeout(Some(Duration::from_secs(10)))
+        .map_err(err)?;
+    write!(
+        c,
+        "GET {path} HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n"
+    )
+    .map_err(err)?;
+    let mut answer = Vec::new();
+    c.read_to_end(&mut answer).map_err(err)?;
+    let text = String::from_utf8_lossy(&answer);
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    if !head.starts_with("HTTP/1.1 200") {
+        return Err(format!(
+            "GET {path} from {addr}: {}",
+            head.lines().next().unwrap_or("")
+        ));
+    }
+    Ok(body.len())
+}
