@@ -50,7 +50,7 @@ RELEASE_RUSTFLAGS=${RELEASE_RUSTFLAGS-"-C force-unwind-tables=no"}
 # functions names them the same in every build and target, and a linker that orders
 # .text by that list. LINK_ORDER=0 links as zig cc alone would.
 LINK_ORDER=${LINK_ORDER:-1}
-# An unstripped release build (cross/order/profile.sh reads its symbols): STATIC_STRIP=0.
+# An unstripped release build (make hot-functions profiles it by its symbols): STATIC_STRIP=0.
 STATIC_STRIP=${STATIC_STRIP:-1}
 
 say() { echo "cross/build: $*" >&2; }
