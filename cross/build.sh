@@ -228,9 +228,7 @@ unit_tests() {
 		# No debug info: it only slows the link (zig) and the std build; overflow checks
 		# stay on (dev profile). cargo runs each target's tests with its qemu runner.
 		# Emulated: tests that bound their time allow this many times more.
-		# TINYLET_TEST_EMULATED: tests of the kernel's own behaviour (code_pages' real
-		# trim) know they run on qemu-user's emulation of it.
-		TINYLET_TEST_EMULATED=1 TINYLET_TEST_TIME_FACTOR=${TINYLET_TEST_TIME_FACTOR:-20} \
+		TINYLET_TEST_TIME_FACTOR=${TINYLET_TEST_TIME_FACTOR:-20} \
 			CARGO_PROFILE_DEV_DEBUG=0 cargo-zigbuild test --locked --lib "${TARGET_ARGS[@]}" \
 			"${BUILD_STD[@]}"
 		;;
