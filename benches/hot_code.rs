@@ -1,6 +1,6 @@
 //! `make hot-functions`: which functions the agent runs in its steady state, written to
 //! cross/order/hot-functions.txt, from which the static release builds lay out their
-//! code (cross/order/README.md says why).
+//! code (cross/README.md says why).
 //!
 //! The agent measured is an unstripped static x86_64 build (TINYLET_PROFILE_BIN, made
 //! by `make hot-functions`) of the release profile: the same code as the shipped

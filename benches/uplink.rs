@@ -69,7 +69,7 @@ mod watch;
 
 use common::kube::Kube;
 use common::Containerd;
-use figures::{env_u64, pct, verdict};
+use figures::{env_u64, pct, verdict, PAST_FIRST_TRIM};
 use node::{Node, NS};
 use relay::{Bytes, Relay};
 use serde_json::Value;
@@ -98,11 +98,6 @@ struct Mem {
     rss: u64,
     anon: u64,
 }
-
-/// After this long the agent has given back its start's code pages once
-/// (`tinylet::code_pages`): its idle memory from then on.
-const PAST_FIRST_TRIM: Duration =
-    Duration::from_secs(tinylet::code_pages::FIRST_TRIM.as_secs() + 10);
 
 /// What an idle window measured.
 #[derive(Default)]

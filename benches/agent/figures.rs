@@ -45,3 +45,8 @@ pub fn bench_main(name: &str, make_target: &str, run: impl FnOnce() -> Result<()
         std::process::exit(1);
     }
 }
+
+/// After this long from its start the agent has given back its start's code pages once
+/// (`tinylet::code_pages`): its idle memory from then on.
+pub const PAST_FIRST_TRIM: Duration =
+    Duration::from_secs(tinylet::code_pages::FIRST_TRIM.as_secs() + 10);
