@@ -4,16 +4,19 @@
 #   make cross-test  static aarch64 + armv7 builds, unit tests under qemu
 #   make arm-e2e     the static aarch64 agent on an emulated 256/128 MB board
 #   make bench       performance numbers (CRI latency, RSS, CPU, sizes)
+#   make bench-fleet what N tinylet nodes cost the control plane beside kubemark's (not in bench)
 #   make hot-functions  cross/order/hot-functions.txt again (the code layout's profile)
 #   make static TARGET=aarch64-unknown-linux-musl
 #   make release     per-target tarballs in dist/
 #   make install     target/release/tinylet as /usr/local/bin/tinylet
 
 # The cargo to use: the one on PATH when it is new enough for Cargo.toml's rust-version,
-# else Debian's, installed once when missing (scripts/ensure-rust.sh; with rustfmt and
-# clippy for `make test`). CARGO=... overrides; run once per make invocation.
+# else Debian's, installed once when missing (scripts/ensure-rust.sh; rustfmt and clippy
+# too only for the goals that run them: `make demo` needs neither). CARGO=... overrides;
+# run once per make invocation.
 ifndef CARGO
-CARGO := $(shell scripts/ensure-rust.sh --lint || echo false)
+RUST_LINT := $(if $(filter test lint fmt,$(MAKECMDGOALS)),--lint)
+CARGO := $(shell scripts/ensure-rust.sh $(RUST_LINT) || echo false)
 endif
 export CARGO
 .DEFAULT_GOAL := build

@@ -179,7 +179,7 @@ fn run() -> Result<(), String> {
     std::thread::sleep(SETTLE);
     measure_mem(&mut node, &agents, &mut pid, 0, &mut r)?;
     // Idle: past the agent's first trim of its code pages (tinylet::code_pages).
-    std::thread::sleep(figures::PAST_FIRST_TRIM);
+    node::wait_trims(node.status, 1, figures::FIRST_TRIM_WAIT)?;
     r.idle.push(mem(agents.main.0, pid, 0, false)?);
     eprintln!("bench-agent: {LATENCY_PODS} pods one at a time, each after a direct start");
     let manifests = node.dir.join("manifests");

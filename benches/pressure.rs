@@ -147,7 +147,7 @@ fn main() {
     pressed["evictionHard"] = json!({"memory.available": "1Pi"});
     let pressed_cfg = Config::parse(&pressed.to_string()).expect("config");
     let capacity = Resources::capacity(tinylet::kuberuntime::resources::mem_capacity());
-    let Some(cgroups) = PodCgroups::setup(&idle_cfg, &capacity) else {
+    let Ok(Some(cgroups)) = PodCgroups::setup(&idle_cfg, &capacity) else {
         eprintln!("bench-pressure: no usable cgroup hierarchy here (root needed)");
         std::process::exit(1);
     };

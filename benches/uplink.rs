@@ -3,7 +3,7 @@
 //! v1.20.2, etcd, controller-manager, scheduler; Node authorizer and NodeRestriction on),
 //! on a private containerd (tests/harness/containerd.sh), measured from outside as an
 //! operator would see it, beside the project's targets and kubelet v1.20's figures
-//! (issue 13: a real kubelet v1.20 against the same control plane and containerd).
+//! (a real kubelet v1.20 measured against the same control plane and containerd).
 //!
 //! The agent is the static musl build (TINYLET_MUSL_BIN, made by `make bench-uplink`
 //! when a static toolchain is here) else TINYLET_BIN (default target/release/tinylet),
@@ -26,7 +26,7 @@
 //!    Running and Ready (time from the kubectl launch beside it). RSS at 20 pods.
 //! 3. 20 pods idle for TINYLET_BENCH_UPLINK_SECS (default 300): relay bytes both ways
 //!    scaled to an hour, CPU (utime+stime), threads, state-directory writes. Then the
-//!    kubelet API's streams (issue 19; the node serves it with a certificate the cluster
+//!    kubelet API's streams (the node serves it with a certificate the cluster
 //!    CA signed): RSS with 0 exec streams, with 10 `kubectl exec -i POD -- cat` sessions
 //!    open through the API server (each seen echoing; quiet while measured), and after
 //!    they closed.
@@ -61,6 +61,7 @@ mod procfs;
 #[path = "uplink/cluster.rs"]
 mod cluster;
 #[path = "uplink/relay.rs"]
+#[allow(dead_code)]
 mod relay;
 #[path = "uplink/streams.rs"]
 mod streams;
@@ -69,7 +70,7 @@ mod watch;
 
 use common::kube::Kube;
 use common::Containerd;
-use figures::{env_u64, pct, verdict, PAST_FIRST_TRIM};
+use figures::{env_u64, pct, verdict, FIRST_TRIM_WAIT};
 use node::{Node, NS};
 use relay::{Bytes, Relay};
 use serde_json::Value;
@@ -166,7 +167,7 @@ fn run() -> Result<(), String> {
     cluster::wait_node_ready(&kube, NODE, WAIT).map_err(|e| with_log(&node, e))?;
     std::thread::sleep(SETTLE);
     r.mem.push(mem(pid, 0)?);
-    std::thread::sleep(PAST_FIRST_TRIM.saturating_sub(SETTLE));
+    node::wait_trims(node.status, 1, FIRST_TRIM_WAIT)?;
     r.idle0 = Some(mem(pid, 0)?);
 
     eprintln!("bench-uplink: warm-up pod, then {ONE_BY_ONE} pods one at a time");
@@ -527,7 +528,7 @@ fn ms(d: Duration) -> String {
 fn print_report(r: &Report, secs: u64) {
     println!(
         "\ntinylet uplink bench: kube-apiserver v1.20.2 (tests/harness), {}, plegPeriod {PLEG:?}, \
-         idle windows {secs} s\nagent: {}\n[kubelet v1.20 in brackets: issue 13]",
+         idle windows {secs} s\nagent: {}\n[kubelet v1.20 in brackets]",
         r.runtime, r.agent
     );
     let row = |m: &str, v: String, t: &str, k: &str, ok: &str| {

@@ -5,7 +5,8 @@
 //! on the wire and the thread count, then exits.
 
 use std::time::Duration;
-use tinylet::uplink::{kubeconfig, resource_path, ApiClient, ClientOptions, ListParams};
+use tinylet::tls::kubeconfig;
+use tinylet::uplink::{resource_path, ApiClient, ClientOptions, ListParams};
 
 fn status_line(key: &str) -> String {
     std::fs::read_to_string("/proc/self/status")

@@ -13,6 +13,6 @@ demo-down:
 	scripts/demo.sh down $(DEMO_DIR)
 
 demo-lint:
-	shellcheck -x scripts/demo.sh
+	shellcheck -x scripts/*.sh
 
 lint: demo-lint

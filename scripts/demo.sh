@@ -2,7 +2,8 @@
 # make demo / make demo-down: tinylet on a private containerd (the test harness) with an
 # example pod, left running for you to play with.
 #
-#   scripts/demo.sh up   [DIR]   deps (tests/harness/install-deps.sh, only when missing),
+#   scripts/demo.sh up   [DIR]   deps (tests/harness/install-deps.sh --demo: only what the
+#                                demo runs, only when missing),
 #                                private containerd in DIR, release build, agent started in
 #                                the background with board-configs/x86_64-demo.json (its
 #                                /tmp/tinylet-dev paths moved to DIR), examples/pods/hello.json
@@ -20,6 +21,8 @@ DIR=${2:-${DEMO_DIR:-/tmp/tinylet-dev}}
 CONFIG=$DIR/tinylet-demo.json
 BIN=${TINYLET_BIN:-$ROOT/target/release/tinylet}
 POD=default/hello
+# shellcheck source-path=SCRIPTDIR source=long-step.sh
+. "$ROOT/scripts/long-step.sh"
 
 say() { printf '\n== %s\n' "$*"; }
 die() { echo "demo: $*" >&2; exit 1; }
@@ -61,7 +64,18 @@ down() {
 	was=$([ -n "$(agent_pid)" ] && echo "stopped the agent" || echo "the agent was not running")
 	stop_agent
 	"$HARNESS/containerd.sh" down "$DIR"
+	remove_pod_cgroups
 	echo "demo: $was; removed $DIR"
+}
+
+# The demo's pods' cgroups (its config's podsCgroupName, below the root of every
+# hierarchy), empty once containerd is down: removed, deepest first.
+remove_pod_cgroups() {
+	local d
+	for d in /sys/fs/cgroup/tinylet_demo /sys/fs/cgroup/*/tinylet_demo; do
+		[ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
+	done
+	return 0
 }
 
 # The pod's phase from `get pod -o json` (no jq on a fresh machine: the first "phase").
@@ -70,15 +84,26 @@ phase() {
 		sed -n 's/^ *"phase": *"\([A-Za-z]*\)".*/\1/p' | head -n1
 }
 
+# The release build. On a terminal cargo shows its own progress; elsewhere (CI, a pipe)
+# its output goes to a log and a line says every 30 s that it is still going.
+build() {
+	if [ -t 1 ]; then
+		(cd "$ROOT" && "${CARGO:-cargo}" build --release)
+	else
+		(cd "$ROOT" && long_step "$DIR/build.log" "demo: cargo build --release" \
+			"${CARGO:-cargo}" build --release)
+	fi
+}
+
 up() {
 	[ "$(id -u)" -eq 0 ] || die "must run as root (private containerd, CNI bridge)"
 	[ -z "$(agent_pid)" ] || die "already running (agent pid $(agent_pid), $DIR); \`make demo-down\` first"
-	# Packages only: the demo needs no Kubernetes control plane (make test builds it).
-	TINYLET_NO_KUBE_BUILD=1 "$HARNESS/install-deps.sh"
+	# What the demo runs only: no test harness, no Kubernetes control plane.
+	"$HARNESS/install-deps.sh" --demo
 	say "private containerd in $DIR"
 	"$HARNESS/containerd.sh" up "$DIR"
 	say "building tinylet (release)"
-	(cd "$ROOT" && "${CARGO:-cargo}" build --release)
+	build
 	stop_agent
 	sed "s#/tmp/tinylet-dev#$DIR#g" "$ROOT/board-configs/x86_64-demo.json" >"$CONFIG"
 	"$BIN" check-config "$CONFIG" >/dev/null || die "config $CONFIG refused"
@@ -108,13 +133,21 @@ up() {
 	else
 		cat "$DIR"/agent/pod-logs/default_hello_*/web/0.log
 	fi
+	ending "$(cat "$DIR/agent.pid")"
+}
+
+# What the demo leaves running and the one line that points the bare `tinylet` of the
+# README at it (agent pid $1).
+ending() {
 	cat <<-MSG
 
-	The demo keeps running: agent pid $(cat "$DIR/agent.pid"), containerd in $DIR.
-	  $BIN get pods --config $CONFIG
-	  $BIN exec $POD --config $CONFIG -- ps
-	  $BIN delete pod $POD --config $CONFIG
+	The demo keeps running: agent pid $1, containerd in $DIR.
 	Stop everything with: make demo-down$([ "$DIR" = /tmp/tinylet-dev ] || echo " DEMO_DIR=$DIR")
+	To use the README's bare tinylet commands on it, paste this line into your shell:
+
+	export TINYLET_CONFIG=$CONFIG PATH="$(dirname "$BIN"):\$PATH"
+
+	then: tinylet get pods; tinylet describe pod $POD; tinylet exec $POD -- ps
 	MSG
 }
 

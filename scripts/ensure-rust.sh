@@ -3,15 +3,20 @@
 # when none is on PATH or the one found is older than Cargo.toml's `rust-version`, so
 # `make demo` and `make test` work on a fresh Debian machine without a Rust toolchain.
 #
-#   scripts/ensure-rust.sh          cargo + rustc
-#   scripts/ensure-rust.sh --lint   also rustfmt and clippy (what `make test` runs)
+#   scripts/ensure-rust.sh          cargo + rustc (what `make demo` and `make build` need)
+#   scripts/ensure-rust.sh --lint   also rustfmt and clippy (`make test`, `make lint`)
 #
 # Debian 12 (bookworm) has a current toolchain as rustc-web/cargo-web (bookworm-security,
 # the same packages cross/install-deps.sh uses), with rustfmt-web and rust-web-clippy;
-# later releases have it as rustc/cargo/rustfmt/rust-clippy. Messages go to stderr: the
-# one line on stdout is the cargo to use (Makefile: CARGO).
+# later releases have it as rustc/cargo/rustfmt/rust-clippy. Installed without
+# recommends (they would bring LLVM's development packages, ~580 MB, unused), apt's
+# output in $RUST_APT_LOG, shown only when it fails. Messages go to stderr: the one line
+# on stdout is the cargo to use (Makefile: CARGO).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+RUST_APT_LOG=${RUST_APT_LOG:-/var/log/tinylet-ensure-rust.log}
+# shellcheck source-path=SCRIPTDIR source=long-step.sh
+. "$ROOT/scripts/long-step.sh"
 
 say() { echo "ensure-rust: $*" >&2; }
 
@@ -59,7 +64,7 @@ install_debian() {
 		say "no cargo >= $(wanted) found and not root: install Rust $(wanted) or newer (rustup, or apt-get install rustc-web cargo-web), then run make again"
 		exit 1
 	fi
-	apt-get update -qq >&2 || true
+	long_step "$RUST_APT_LOG" "ensure-rust: apt-get update" apt-get update -q || true
 	if apt-cache show rustc-web >/dev/null 2>&1; then
 		pkgs=(rustc-web cargo-web)
 		[ "$lint" = 0 ] || pkgs+=(rustfmt-web rust-web-clippy)
@@ -68,7 +73,8 @@ install_debian() {
 		[ "$lint" = 0 ] || pkgs+=(rustfmt rust-clippy)
 	fi
 	say "installing Rust from the Debian archive (${pkgs[*]}); the first build then takes 5-20 minutes"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}" >&2
+	long_step "$RUST_APT_LOG" "ensure-rust: apt-get install ${pkgs[*]}" \
+		env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${pkgs[@]}"
 }
 
 main() {

@@ -179,12 +179,15 @@ pub async fn trim_periodically() {
         wait = TRIM_PERIOD;
         let started = std::time::Instant::now();
         match trim() {
-            Ok(t) => log::debug!(
-                "gave back {} KiB of code pages ({} mappings) in {:?}",
-                t.kib,
-                t.mappings,
-                started.elapsed()
-            ),
+            Ok(t) => {
+                crate::metrics::code_pages_trimmed(t.kib);
+                log::debug!(
+                    "gave back {} KiB of code pages ({} mappings) in {:?}",
+                    t.kib,
+                    t.mappings,
+                    started.elapsed()
+                )
+            }
             Err(e) => log::warn!("giving back code pages: {e}"),
         }
     }

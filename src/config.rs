@@ -12,11 +12,12 @@ use std::time::Duration;
 
 mod eviction;
 mod node_resources;
+pub mod pod_policy;
 mod units;
 pub use eviction::{eviction_threshold, soft_threshold, Threshold, SIGNALS};
 pub use node_resources::{reserved, CgroupDriver, Reserved};
 use units::{bytes, duration};
-pub use units::{format_duration, parse_duration, parse_size, BadDuration, BadSize};
+pub use units::{format_duration, format_size, parse_duration, parse_size, BadDuration, BadSize};
 
 #[cfg(feature = "uplink")]
 mod api_server;
@@ -90,6 +91,15 @@ pub struct Config {
     pub sandbox_image: String,
     /// hostPath volumes are allowed only at or below one of these prefixes.
     pub allowed_host_paths: Vec<PathBuf>,
+    /// kubelet's `maxPods`: the most pods (local and cluster, not finished) the node
+    /// admits, and the `pods` capacity the Node advertises.
+    pub max_pods: u32,
+    /// The owner's pod policy: a Pod Security Standards level per source, allowances.
+    pub pod_policy: pod_policy::PodPolicy,
+    /// kubelet's `allowedUnsafeSysctls`: sysctls (or prefixes ending in `*`) pods may set
+    /// beyond kubelet's safe set; only namespaced ones (`kernel.shm*`, `kernel.msg*`,
+    /// `kernel.sem`, `fs.mqueue.*`, `net.*`).
+    pub allowed_unsafe_sysctls: Vec<String>,
     /// kubelet's `seccompDefault`: containers that set no seccomp profile get the
     /// runtime's default one (else they run unconfined). On by default here: a
     /// gateway's pods are to be treated as hostile.
@@ -98,6 +108,14 @@ pub struct Config {
     pub seccomp_profile_root: PathBuf,
     /// Host resolv.conf used for dnsPolicy ClusterFirst/Default.
     pub resolv_conf: PathBuf,
+    /// kubelet's `clusterDomain`: a pod with a `subdomain` is
+    /// `HOSTNAME.SUBDOMAIN.NAMESPACE.svc.CLUSTERDOMAIN` in its managed `/etc/hosts`.
+    pub cluster_domain: String,
+    /// kubelet's `nodeIP`: the address the node reports (`InternalIP`, `status.hostIP`,
+    /// hostNetwork pods' IP). Empty: the address of the interface of the default route.
+    /// It must be an address of one of this machine's interfaces (checked at start).
+    #[serde(rename = "nodeIP")]
+    pub node_ip: String,
     /// Image garbage collection.
     #[serde(rename = "imageGC")]
     pub image_gc: ImageGcConfig,
@@ -118,6 +136,10 @@ pub struct Config {
     pub status_allow_non_loopback: bool,
     /// Default log filter when RUST_LOG is not set (`error`..`trace`).
     pub log_level: String,
+    /// Give back the pages of the agent's own binary it no longer runs (30 s after the
+    /// start, then every minute; see `code_pages`): about 1 MiB less resident at a
+    /// steady state, at ~0.5 ms a minute. Off keeps every page of code it ran mapped.
+    pub code_page_trim: bool,
     /// The runtime's cgroup driver (`cgroupfs` or `systemd`); must match runc's
     /// `SystemdCgroup` option.
     pub cgroup_driver: CgroupDriver,
@@ -207,9 +229,14 @@ impl Default for Config {
             image_pull_fallback_timeout: Duration::from_secs(3),
             sandbox_image: "registry.k8s.io/pause:3.9".into(),
             allowed_host_paths: Vec::new(),
+            max_pods: 110,
+            pod_policy: pod_policy::PodPolicy::default(),
+            allowed_unsafe_sysctls: Vec::new(),
             seccomp_default: true,
             seccomp_profile_root: "/var/lib/kubelet/seccomp".into(),
             resolv_conf: "/etc/resolv.conf".into(),
+            cluster_domain: "cluster.local".into(),
+            node_ip: String::new(),
             image_gc: ImageGcConfig::default(),
             container_gc: ContainerGcConfig::default(),
             container_log_max_size: 10 << 20,
@@ -217,6 +244,7 @@ impl Default for Config {
             status_address: String::new(),
             status_allow_non_loopback: false,
             log_level: "info".into(),
+            code_page_trim: true,
             cgroup_driver: CgroupDriver::default(),
             cgroups_per_qos: true,
             cgroup_root: "/".into(),
@@ -321,6 +349,26 @@ impl Config {
             return err(
                 "seccompProfileRoot",
                 format!("must be absolute, got {:?}", self.seccomp_profile_root),
+            );
+        }
+        if self.max_pods == 0 {
+            return err("maxPods", "must be at least 1".into());
+        }
+        self.pod_policy.validate()?;
+        pod_policy::validate_sysctl_patterns(&self.allowed_unsafe_sysctls)?;
+        if !self.node_ip.is_empty() && self.node_ip.parse::<std::net::IpAddr>().is_err() {
+            return err(
+                "nodeIP",
+                format!("must be an IPv4 or IPv6 address, got {:?}", self.node_ip),
+            );
+        }
+        if crate::model::validate::dns1123_subdomain(&self.cluster_domain).is_err() {
+            return err(
+                "clusterDomain",
+                format!(
+                    "must be a DNS name (lowercase labels of letters, digits and '-',                      joined by '.'), got {:?}",
+                    self.cluster_domain
+                ),
             );
         }
         if self.pleg_period < Duration::from_millis(100) {

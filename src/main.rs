@@ -4,7 +4,7 @@
 #![forbid(unsafe_code)]
 
 // On musl (the device builds) dlmalloc, not musl's own malloc: at 50 pods the agent's
-// heap pages were about 0.8 MB more under mallocng (see README "Dependencies").
+// heap pages were about 0.8 MB more under mallocng (see docs/design.md, "Dependencies").
 #[cfg(target_env = "musl")]
 #[global_allocator]
 static ALLOC: dlmalloc::GlobalDlmalloc = dlmalloc::GlobalDlmalloc;

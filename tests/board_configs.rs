@@ -123,7 +123,7 @@ fn every_board_config_is_valid_and_sane() {
 
 #[test]
 fn every_board_runs_local_images_within_seconds_when_the_registry_hangs() {
-    // Issue 15 item 5: pods with a local copy start after a reboot even when pulls hang.
+    // Pods with a local copy start after a reboot even when pulls hang.
     for path in board_configs() {
         let name = path.display().to_string();
         let v = effective(&path);
@@ -171,7 +171,7 @@ fn small_boards_get_small_budgets() {
     assert_eq!(str_at(&small, "/statusAddress"), "");
     assert_eq!(u64_at(&small, "/maxParallelRuntimeOperations"), 2);
     // 128 MB: one heavy runtime call at a time, so containerd is never driven into
-    // swapping (issue 14's power cut at -m 128).
+    // swapping (a board with 128 MB lost power that way).
     let tiny = effective(&dir.join("openwrt-armv7-128m.json"));
     assert_eq!(u64_at(&tiny, "/maxParallelRuntimeOperations"), 1);
     let pi3 = effective(&dir.join("rpi3-zero2w-armv7.json"));

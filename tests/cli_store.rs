@@ -307,3 +307,121 @@ fn firmware_pods_can_be_overridden_but_not_deleted() {
     let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
     assert_eq!(v["spec"]["containers"][0]["image"], "agent:1");
 }
+
+#[test]
+fn unknown_fields_are_warned_about_and_refused_when_strict() {
+    let s = Scratch::new("unknown");
+    let typo = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"typo"},
+        "spec":{"containers":[{"name":"c","image":"busybox","comand":["sh"]}],"tolerations":[]}}"#;
+    let f = s.file("typo.json", typo);
+    let o = tl(&s, &["apply", "-f", &f]);
+    assert_eq!(
+        (o.code, o.stdout.as_str()),
+        (0, "pod/typo created\n"),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(
+        o.stderr,
+        format!("Warning: unknown field \"spec.containers[0].comand\" in {f}\n")
+    );
+    for strict in ["--validate=strict", "--validate", "--validate=true"] {
+        let o = tl(&s, &["apply", "-f", &f, strict]);
+        assert_eq!(o.code, 2, "{strict}");
+        assert!(o.stdout.is_empty());
+        assert_eq!(
+            o.stderr,
+            format!("error: {f}: unknown field \"spec.containers[0].comand\"\n"),
+            "{strict}"
+        );
+    }
+    let o = tl(&s, &["apply", "-f", &f, "--validate=ignore"]);
+    assert_eq!((o.code, o.stderr.as_str()), (0, ""));
+    let o = tl(&s, &["apply", "-f", &f, "--validate=maybe"]);
+    assert_eq!(o.code, 2);
+    // Strict: the other objects of the file are applied as before.
+    let good = pod_json("fine", "busybox");
+    let both = s.file(
+        "both.yaml",
+        &format!(
+            "{}\n---\n{}\n",
+            typo.replace('\n', " "),
+            good.replace('\n', " ")
+        ),
+    );
+    let o = tl(&s, &["apply", "-f", &both, "--validate=strict"]);
+    assert_eq!(
+        (o.code, o.stdout.as_str()),
+        (2, "pod/fine created\n"),
+        "{}",
+        o.stderr
+    );
+}
+
+#[test]
+fn every_error_of_an_object_is_reported_at_once_each_on_an_error_line() {
+    let s = Scratch::new("all-errors");
+    let bad = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"Bad_Name"},
+        "spec":{"restartPolicy":"Always","containers":[
+            {"name":"c","image":""},{"name":"c","image":"busybox","ports":[{"containerPort":0}]}]}}"#;
+    let f = s.file("bad.json", bad);
+    let o = tl(&s, &["apply", "-f", &f]);
+    assert_eq!(o.code, 2);
+    let lines: Vec<&str> = o.stderr.lines().collect();
+    assert!(lines.len() >= 4, "{}", o.stderr);
+    for l in &lines {
+        assert!(l.starts_with(&format!("error: {f}: ")), "{}", o.stderr);
+    }
+    for field in [
+        "metadata.name",
+        "spec.containers[0].image",
+        "spec.containers[1].name",
+        "spec.containers[1].ports[0].containerPort",
+    ] {
+        assert!(o.stderr.contains(field), "{field}: {}", o.stderr);
+    }
+}
+
+#[test]
+fn delete_by_file_deletes_the_objects_it_names() {
+    let s = Scratch::new("delete-file");
+    let cm =
+        r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cfg","namespace":"edge"}}"#;
+    let f = s.file(
+        "both.yaml",
+        &format!(
+            "{}\n---\n{cm}\n",
+            pod_json("web", "busybox").replace('\n', " ")
+        ),
+    );
+    assert_eq!(tl(&s, &["apply", "-f", &f]).code, 0);
+    let o = tl(&s, &["delete", "-f", &f]);
+    assert_eq!(
+        (o.code, o.stdout.as_str()),
+        (0, "pod \"web\" deleted\nconfigmap \"cfg\" deleted\n"),
+        "{}",
+        o.stderr
+    );
+    assert!(files(&s.0.join("state/desired/pods")).is_empty());
+    let o = tl(&s, &["delete", "-f", &f]);
+    assert_eq!(o.code, 3, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("pod default/web not found"),
+        "{}",
+        o.stderr
+    );
+    let o = tl(&s, &["delete", "pod", "web", "-f", &f]);
+    assert_eq!(o.code, 2);
+}
+
+#[test]
+fn short_options_are_echoed_as_given() {
+    let s = Scratch::new("short");
+    let o = tl(&s, &["get", "pods", "-x"]);
+    assert_eq!(
+        (o.code, o.stderr.as_str()),
+        (2, "error: unknown option -x\n")
+    );
+    let o = tl(&s, &["get", "pods", "--wach"]);
+    assert_eq!(o.stderr, "error: unknown option --wach\n");
+}

@@ -363,3 +363,33 @@ fn firmware_manifest_dirs_read_yaml_and_name_what_they_skip() {
         assert!(tinylet::model::time::parse_rfc3339(ts).is_ok(), "{l}");
     }
 }
+
+#[test]
+fn an_over_indented_key_is_said_to_be_one() {
+    let s = Scratch::with_config("indent");
+    let f = s.file(
+        "pod.yaml",
+        &pod("web").replace("image: busybox", "image: busybox\n      command: [sh]"),
+    );
+    let out = tl(&s, &["apply", "-f", &f]);
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.starts_with(&format!(
+            "error: {f}: line 9, column 7: bad indentation: a key deeper than the keys of its mapping"
+        )),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("quote it"), "{}", out.stderr);
+}
+
+#[test]
+fn no_example_manifest_has_an_unknown_field() {
+    for f in example_manifests() {
+        let bytes = std::fs::read(&f).unwrap();
+        let source = f.display().to_string();
+        for p in tinylet::model::manifests::parse_manifests_checked(&source, &bytes, Format::Json) {
+            assert!(p.unknown.is_empty(), "{source}: {:?}", p.unknown);
+        }
+    }
+}

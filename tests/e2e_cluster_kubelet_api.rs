@@ -5,7 +5,8 @@
 //! against the cluster CA); and the node's own checks with curl: no client certificate
 //! -> 401, a certificate of another CA -> refused in the TLS handshake, a user without
 //! `nodes/proxy` -> 403, one bound to it by RBAC -> 200, each counted on the local
-//! status endpoint's `/metrics`.
+//! status endpoint's `/metrics`; authenticated requests (curl, and kubectl logs through
+//! the API server) answered during a flood of strangers on the node port.
 
 mod agent_support;
 mod common;
@@ -354,4 +355,84 @@ fn serving_certificate_from_a_csr_once_approved() {
     let text = logs_until(kube, NS, &["hello"], "the line", |t| !t.is_empty());
     assert_eq!(text, "hello from csr\n");
     node.assert_agent_alive();
+}
+
+/// A short flood of strangers on the node port: idle connects, slow TLS handshakes (a
+/// ClientHello, then silence) and full-speed ClientHellos, from 120 loopback addresses
+/// (`kapi_support::flood`). Meanwhile an authenticated client's requests and `kubectl
+/// logs` through the API server are answered; the bounds closed strangers (counted),
+/// and the agent lives. Outcomes only: no timing is asserted.
+#[cfg(feature = "uplink")]
+#[test]
+fn authenticated_requests_get_through_a_flood_of_strangers() {
+    use kapi_support::flood::{Flood, Kind, Plan};
+    const NODE: &str = "tl-kapi-flood";
+    const NS: &str = "kapi-flood";
+    const REFUSED: &str = "tinylet_kubelet_api_connections_refused_total";
+    let kube = Kube::shared();
+    let c = Containerd::start();
+    let n = api_node(kube, &c, NODE);
+    namespace(kube, NS);
+    let script = "echo hello from the flood test; exec sleep 3600";
+    pod(kube, NS, NODE, "hello", c.test_image(), script);
+    let cluster_pki = kube.dir().join("pki");
+    let subj = "/CN=flood-admin/O=system:masters";
+    let admin = issue(&n.pki, "flood-admin", subj, CLIENT_EXT, &cluster_pki);
+    let want = "hello from the flood test\n";
+    logs_until(kube, NS, &["hello"], "the line", |t| t == want);
+    let (_, code, _) = n.curl("/healthz", Some(&admin));
+    assert_eq!(code, "200");
+
+    let plan = |kind, peers, held| Plan {
+        kind,
+        peers,
+        held,
+        max_connects: 100_000,
+        max_time: Duration::from_secs(90),
+    };
+    let target = std::net::SocketAddr::from(([127, 0, 0, 1], n.port));
+    let flood = Flood::start(
+        target,
+        &[
+            plan(Kind::Idle, (2, 41), 200),
+            plan(Kind::SlowHandshake, (42, 81), 200),
+            plan(Kind::Handshake, (82, 121), 1),
+        ],
+    );
+    let evicted = |n: &ApiNode| {
+        let text = n.local_metrics();
+        let series = format!("{REFUSED}{{reason=\"evicted\"}} ");
+        let line = text.lines().find_map(|l| l.strip_prefix(series.as_str()));
+        line.and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
+    };
+    wait_for("the flood to press on the bounds", START, || {
+        (evicted(&n) > 0).then_some(())
+    });
+    let before = evicted(&n);
+    for i in 0..10 {
+        let (exit, code, body) = n.curl("/pods", Some(&admin));
+        assert_eq!((exit, code.as_str()), (0, "200"), "request {i}: {body}");
+        let out = kube.kubectl(&["logs", "-n", NS, "hello"]);
+        assert!(
+            out.status.success() && out.stdout == want.as_bytes(),
+            "kubectl logs {i} during the flood: {out:?}"
+        );
+    }
+    let during = evicted(&n) - before;
+    let stats = flood.stop();
+    eprintln!("flood: {stats:?}; {during} connections closed for newcomers meanwhile");
+    assert!(
+        stats.iter().all(|s| s.stopped && s.connects > 0),
+        "the flood went on through the requests: {stats:?}"
+    );
+    assert!(during > 0, "the flood pressed on the bounds meanwhile");
+    let text = n.local_metrics();
+    assert!(
+        !text.contains(&format!("{REFUSED}{{reason=\"tls_handshake\"}} 0\n")),
+        "slow and abandoned handshakes are counted"
+    );
+    // Afterwards as before.
+    let (_, code, _) = n.curl("/healthz", Some(&admin));
+    assert_eq!(code, "200");
+    n.node.assert_agent_alive();
 }

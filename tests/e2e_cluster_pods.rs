@@ -17,9 +17,11 @@
 //! untainted.
 
 mod agent_support;
+mod cluster_support;
 mod common;
 
 use agent_support::{cstatus, holds_for, wait_for, Node};
+use cluster_support::*;
 use common::kube::Kube;
 use common::Containerd;
 use serde_json::{json, Value};
@@ -31,7 +33,6 @@ use std::time::{Duration, Instant, SystemTime};
 
 /// The cluster Node name of the shared agent.
 const NODE: &str = "tl-shared";
-const START: Duration = Duration::from_secs(60);
 
 /// The shared agent, joined to the shared control plane as [`NODE`].
 fn node() -> &'static Node {
@@ -44,147 +45,6 @@ fn node() -> &'static Node {
             n
         })
     })
-}
-
-/// A node on `c` configured to join `kube` as `name` (its Node object made, as the
-/// node's registration would); the agent is not started.
-fn join(kube: &Kube, c: &Containerd, name: &str) -> Node {
-    register(kube, name);
-    Node::joining(c, &kube.node_identity(name))
-}
-
-/// Makes the Node object `name` (pods bound to a node that does not exist are removed
-/// by the pod GC).
-fn register(kube: &Kube, name: &str) {
-    kube.apply(
-        &json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}}).to_string(),
-    );
-}
-
-/// A fresh namespace, ready for pods.
-fn namespace(kube: &Kube, ns: &str) {
-    kube.apply(
-        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}).to_string(),
-    );
-    kube.wait_namespace(ns);
-}
-
-/// A pod manifest bound to `node` (see the module doc for the fields every test pod has).
-fn kpod(node: &str, ns: &str, name: &str, spec: Value) -> Value {
-    let mut full = json!({
-        "nodeName": node,
-        "automountServiceAccountToken": false,
-        "terminationGracePeriodSeconds": 2,
-        "tolerations": [{"operator": "Exists"}],
-    });
-    if let (Some(base), Value::Object(extra)) = (full.as_object_mut(), spec) {
-        base.extend(extra);
-    }
-    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns},
-           "spec": full})
-}
-
-/// A busybox container running `sh -c SCRIPT`.
-fn sh(name: &str, script: &str) -> Value {
-    let image = Containerd::shared().test_image();
-    json!({"name": name, "image": image, "imagePullPolicy": "IfNotPresent",
-           "command": ["sh", "-c", script]})
-}
-
-/// The pod as the API shows it, `None` when it does not exist.
-fn api_pod(kube: &Kube, ns: &str, name: &str) -> Option<Value> {
-    let out = kube.kubectl(&["get", "pod", name, "-n", ns, "-o", "json"]);
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            err.contains("NotFound"),
-            "kubectl get pod {ns}/{name}: {err}"
-        );
-        return None;
-    }
-    serde_json::from_slice(&out.stdout).ok()
-}
-
-/// Polls the API's pod until `pred` holds; returns it.
-fn wait_api(
-    kube: &Kube,
-    n: &Node,
-    ns: &str,
-    name: &str,
-    what: &str,
-    timeout: Duration,
-    pred: impl Fn(&Value) -> bool,
-) -> Value {
-    let deadline = Instant::now() + timeout;
-    let mut last = Value::Null;
-    loop {
-        if let Some(p) = api_pod(kube, ns, name) {
-            if pred(&p) {
-                return p;
-            }
-            last = p;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "pod {ns}/{name} in the API: not {what} within {timeout:?}; last status:\n{}\n\
-             agent log:\n{}",
-            serde_json::to_string_pretty(&last["status"]).unwrap_or_default(),
-            n.agent_log_tail()
-        );
-        n.assert_agent_alive();
-        std::thread::sleep(Duration::from_millis(250));
-    }
-}
-
-fn condition<'a>(p: &'a Value, kind: &str) -> &'a str {
-    p["status"]["conditions"]
-        .as_array()
-        .and_then(|cs| cs.iter().find(|c| c["type"] == kind))
-        .and_then(|c| c["status"].as_str())
-        .unwrap_or("")
-}
-
-fn running_ready(p: &Value) -> bool {
-    p["status"]["phase"] == "Running"
-        && condition(p, "Ready") == "True"
-        && p["status"]["containerStatuses"]
-            .as_array()
-            .is_some_and(|cs| cs.iter().all(|c| c["state"]["running"].is_object()))
-}
-
-/// `tinylet get pod NS/NAME -o json` on the node; `None` when it does not know it.
-fn local_view(n: &Node, ns: &str, name: &str) -> Option<Value> {
-    let out = n.tinylet(&["get", "pod", &format!("{ns}/{name}"), "-o", "json"]);
-    out.status
-        .success()
-        .then(|| serde_json::from_slice(&out.stdout).ok())
-        .flatten()
-}
-
-/// `tinylet exec NS/NAME -c C -- CMD...` until stdout satisfies `pred`.
-fn wait_exec(n: &Node, ns: &str, pod: &str, cmd: &[&str], pred: impl Fn(&str) -> bool) -> String {
-    let target = format!("{ns}/{pod}");
-    let mut args = vec!["exec", target.as_str(), "-c", "main", "--"];
-    args.extend_from_slice(cmd);
-    let deadline = Instant::now() + START;
-    loop {
-        let out = n.tinylet(&args);
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        if out.status.success() && pred(&stdout) {
-            return stdout;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "exec {cmd:?} in {target}: {stdout:?} {}\nagent log:\n{}",
-            String::from_utf8_lossy(&out.stderr),
-            n.agent_log_tail()
-        );
-        std::thread::sleep(Duration::from_millis(300));
-    }
-}
-
-fn cluster_file(n: &Node, kind: &str, ns: &str, name: &str) -> PathBuf {
-    n.dir.join(format!("state/cluster/{kind}/{ns}_{name}.json"))
 }
 
 #[test]
@@ -444,6 +304,80 @@ fn kubectl_delete_runs_prestop_with_the_deletion_grace_and_removes_the_pod() {
     assert!(local_view(n, ns, "slow").is_none());
 }
 
+/// `apiServer.cacheSecrets: false`: the pods get the cluster's secrets (volume and env,
+/// and an update), nothing of them ever reaches the state directory, and a secret
+/// cached before the switch is removed at the agent's start.
+#[test]
+fn secrets_held_in_memory_only_never_reach_the_state_directory() {
+    let kube = Kube::shared();
+    let c = Containerd::start();
+    let name = "tl-nocache";
+    let n = join(kube, &c, name);
+    let ns = "nocache";
+    namespace(kube, ns);
+    let stale = n.dir.join("state/cluster/secrets");
+    std::fs::create_dir_all(&stale).unwrap();
+    std::fs::write(stale.join(format!("{ns}_old.json")), "{}").unwrap();
+    let mut api: Value = serde_json::from_slice(&std::fs::read(&n.config).unwrap()).unwrap();
+    api["apiServer"]["cacheSecrets"] = json!(false);
+    n.set_config("apiServer", api["apiServer"].clone());
+    n.start_agent();
+    kube.apply(
+        &json!({"apiVersion": "v1", "kind": "Secret",
+                "metadata": {"name": "creds", "namespace": ns},
+                "stringData": {"password": "in-memory-only-7f3a"}})
+        .to_string(),
+    );
+    let mut main = json!({"name": "main", "image": c.test_image(),
+        "imagePullPolicy": "IfNotPresent", "command": ["sh", "-c", "exec sleep 3600"]});
+    main["env"] = json!([{"name": "PASSWORD",
+        "valueFrom": {"secretKeyRef": {"name": "creds", "key": "password"}}}]);
+    main["volumeMounts"] = json!([{"name": "sec", "mountPath": "/sec"}]);
+    let spec = json!({"containers": [main],
+        "volumes": [{"name": "sec", "secret": {"secretName": "creds"}}]});
+    kube.apply(&kpod(name, ns, "reader", spec).to_string());
+    wait_api(kube, &n, ns, "reader", "Running", START, running_ready);
+    let env = wait_exec(&n, ns, "reader", &["env"], |o| o.contains("PASSWORD="));
+    assert!(env.contains("PASSWORD=in-memory-only-7f3a"), "{env}");
+    kube.kubectl_ok(&[
+        "patch",
+        "secret",
+        "creds",
+        "-n",
+        ns,
+        "-p",
+        r#"{"stringData":{"password":"in-memory-only-8e4b"}}"#,
+    ]);
+    wait_exec(&n, ns, "reader", &["cat", "/sec/password"], |o| {
+        o == "in-memory-only-8e4b"
+    });
+    assert!(
+        !stale.join(format!("{ns}_old.json")).exists(),
+        "the cached secret of before"
+    );
+    assert!(!cluster_file(&n, "secrets", ns, "creds").exists());
+    let state = n.dir.join("state");
+    // As written and as the API encodes it (the cache would hold base64).
+    let encoded = |v: &str| tinylet::model::base64::encode(v.as_bytes());
+    let needles = ["in-memory-only-7f3a", "in-memory-only-8e4b"]
+        .into_iter()
+        .flat_map(|v| [v.to_string(), encoded(v)]);
+    for needle in needles {
+        let needle = needle.as_str();
+        let out = std::process::Command::new("grep")
+            .args(["-rl", needle])
+            .arg(&state)
+            .output()
+            .unwrap();
+        assert!(
+            out.stdout.is_empty(),
+            "{needle} in {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+    n.kill_agent();
+}
+
 #[test]
 fn refused_pods_are_failed_in_the_api_with_the_reason() {
     let (kube, n) = (Kube::shared(), node());
@@ -633,9 +567,24 @@ fn steady_cluster_pods_write_nothing_to_the_state_directory() {
             running_ready,
         );
     }
-    // Settled: the last status patch is out and echoed.
-    std::thread::sleep(Duration::from_secs(3));
+    // Settled: what the node last wrote of each pod is what the API shows.
     let state = n.dir.join("state");
+    for i in 0..3 {
+        let name = format!("q{i}");
+        wait_for("the API to show the node's last status", START, || {
+            let local = local_view(&n, ns, &name)?;
+            let api = api_pod(kube, ns, &name)?;
+            let same = |p: &Value| {
+                (
+                    p["status"]["phase"].clone(),
+                    p["status"]["podIP"].clone(),
+                    p["status"]["containerStatuses"][0]["containerID"].clone(),
+                    p["status"]["containerStatuses"][0]["ready"].clone(),
+                )
+            };
+            (same(&local) == same(&api)).then_some(())
+        });
+    }
     // The pressure check's first record (10 s after start, once per fresh state
     // directory) is part of starting, not of the steady state.
     wait_for("the first pressure check's record", START, || {
@@ -670,35 +619,60 @@ fn steady_cluster_pods_write_nothing_to_the_state_directory() {
     n.kill_agent();
 }
 
-/// PATCH of a pod's status subresource as the admin (kubectl v1.20 cannot patch
-/// subresources), through curl with the admin kubeconfig's client certificate.
-fn patch_status_as_admin(kube: &Kube, ns: &str, name: &str, body: &Value) {
-    let pki = kube.dir().join("pki");
-    let out = std::process::Command::new("curl")
-        .args(["-sS", "--fail", "-X", "PATCH", "--cacert"])
-        .arg(kube.ca_file())
-        .arg("--cert")
-        .arg(pki.join("admin.crt"))
-        .arg("--key")
-        .arg(pki.join("admin.key"))
-        .args([
-            "-H",
-            "Content-Type: application/strategic-merge-patch+json",
-            "--data-binary",
-        ])
-        .arg(body.to_string())
-        .arg(format!(
-            "{}/api/v1/namespaces/{ns}/pods/{name}/status",
-            kube.api_url()
-        ))
-        .output()
-        .expect("curl");
-    assert!(
-        out.status.success(),
-        "status patch as admin: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+/// Another writer marks a running pod not Ready, as the node lifecycle controller does
+/// while it thinks the node is gone (after an API-server restart, say, when the node
+/// listed before the controller wrote): the node sends its own status again from the
+/// watch event, without waiting for a relist, and only once (no loop of patches).
+#[test]
+fn a_status_another_writer_changed_is_set_right_by_the_next_watch_event() {
+    let kube = Kube::shared();
+    let c = Containerd::start();
+    let name = "tl-drift";
+    let n = join(kube, &c, name);
+    let ns = "drift";
+    namespace(kube, ns);
+    n.start_agent();
+    let spec = json!({"containers": [sh("main", "exec sleep 3600")]});
+    kube.apply(&kpod(name, ns, "d0", spec).to_string());
+    wait_api(kube, &n, ns, "d0", "Running", START, running_ready);
+    let not_ready = json!({"status": {"conditions": [{
+        "type": "Ready", "status": "False", "reason": "NodeNotReady",
+        "message": "marked by the test as the node lifecycle controller does",
+        "lastTransitionTime": "2026-01-01T00:00:00Z"}]}});
+    patch_status_as_admin(kube, ns, "d0", &not_ready);
+    let back = wait_api(
+        kube,
+        &n,
+        ns,
+        "d0",
+        "Ready again",
+        Duration::from_secs(20),
+        running_ready,
     );
+    let version = back["metadata"]["resourceVersion"].clone();
+    holds_for(
+        "the pod's object stays as the node left it",
+        Duration::from_secs(5),
+        || {
+            let now = api_pod(kube, ns, "d0")?;
+            let v = &now["metadata"]["resourceVersion"];
+            (*v != version).then(|| format!("changed again: {v} after {version}"))
+        },
+    );
+    assert!(
+        std::fs::read_to_string(n.agent_log_path())
+            .unwrap_or_default()
+            .contains("the API shows a status the node did not send"),
+        "the agent does not say why it patched again:\n{}",
+        n.agent_log_tail()
+    );
+    n.kill_agent();
+}
+
+/// PATCH of a pod's status subresource as the admin.
+fn patch_status_as_admin(kube: &Kube, ns: &str, name: &str, body: &Value) {
+    let path = format!("/api/v1/namespaces/{ns}/pods/{name}/status");
+    kube.patch_as_admin(&path, &body.to_string());
 }
 
 /// With the relay cut: kubectl deletes pod `gone` (uid `uid`) and sets configMap `cfg`'s

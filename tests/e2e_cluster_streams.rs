@@ -215,7 +215,73 @@ fn kubectl_exec_attach_and_port_forward_through_the_api_server() {
     );
     assert!(opened >= 8, "{opened} streams counted");
     assert_eq!(counter(&n, "tinylet_kubelet_api_streams_refused_total"), 1);
+    websocket_exec_needs_create(kube, &n);
     n.node.assert_agent_alive();
+}
+
+/// A WebSocket exec (a GET with an upgrade) asks for `create` on `nodes/proxy`: a user
+/// who may only `get` it is refused (403, no stream), one who may `create` gets the
+/// runtime's 101. Roles and bindings made with kubectl.
+fn websocket_exec_needs_create(kube: &Kube, n: &ApiNode) {
+    let cluster_pki = kube.dir().join("pki");
+    for verb in ["get", "create"] {
+        let (role, user) = (format!("kapi-ws-{verb}"), format!("ws-{verb}"));
+        let verb = format!("--verb={verb}");
+        let resource = "--resource=nodes/proxy";
+        kube.kubectl_ok(&["create", "clusterrole", &role, &verb, resource]);
+        let (role, user) = (role.as_str(), user.as_str());
+        let binding = ["create", "clusterrolebinding", role, "--clusterrole", role];
+        kube.kubectl_ok(&[&binding[..], &["--user", user]].concat());
+    }
+    let getter = issue(&n.pki, "ws-get", "/CN=ws-get", CLIENT_EXT, &cluster_pki);
+    let creator = issue(
+        &n.pki,
+        "ws-create",
+        "/CN=ws-create",
+        CLIENT_EXT,
+        &cluster_pki,
+    );
+    let upgrade = [
+        "-H",
+        "Connection: Upgrade",
+        "-H",
+        "Upgrade: websocket",
+        "-H",
+        "Sec-WebSocket-Version: 13",
+        "-H",
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
+        "-H",
+        "Sec-WebSocket-Protocol: v4.channel.k8s.io",
+    ];
+    let path = format!("/exec/{NS}/shell/app?command=echo&command=hi&output=1");
+    let opened = counter(n, "tinylet_kubelet_api_streams_opened_total");
+    // The getter's RBAC works (a GET of /pods is allowed) ...
+    let (_, code, _) = wait_for("ws-get's binding to take effect", START, || {
+        let r = n.curl("/pods", Some(&getter));
+        (r.1 == "200").then_some(r)
+    });
+    assert_eq!(code, "200");
+    // ... but a WebSocket GET of /exec asks for create: 403, no stream.
+    let (_, code, body) = n.curl_with(&upgrade, &path, Some(&getter));
+    assert_eq!(code, "403", "{body}");
+    assert_eq!(
+        body,
+        "Forbidden (user=ws-get, verb=create, resource=nodes, subresource=proxy)\n"
+    );
+    assert_eq!(
+        counter(n, "tinylet_kubelet_api_streams_opened_total"),
+        opened
+    );
+    // The creator's is relayed to the runtime, which switches protocols.
+    let (_, code, body) = wait_for("ws-create's binding to take effect", START, || {
+        let r = n.curl_with(&upgrade, &path, Some(&creator));
+        (r.1 != "403").then_some(r)
+    });
+    assert_eq!(code, "101", "{body}");
+    assert_eq!(
+        counter(n, "tinylet_kubelet_api_streams_opened_total"),
+        opened + 1
+    );
 }
 
 #[test]

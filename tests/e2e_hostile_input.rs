@@ -1,5 +1,5 @@
 //! Input the agent must not trust, on the harness's real containerd with one agent for
-//! the whole binary (issue 17's reproductions): a huge file dropped into the desired
+//! the whole binary (reproductions of reported attacks): a huge file dropped into the desired
 //! state costs no memory, and a pull secret with an adversarial wildcard key does not
 //! stall the agent's only thread.
 
@@ -51,7 +51,7 @@ fn cpu_time(pid: u32) -> Duration {
 }
 
 /// The most of a device agent's RSS that its own code can be: the project's limit on
-/// the static release binary (1.5 MiB, README). The tests run the debug build, which
+/// the static release binary (1.5 MiB, docs/install.md). The tests run the debug build, which
 /// maps ~10 MiB of code, so the bound is checked on the agent's peak less its
 /// file-backed pages, plus this.
 const DEVICE_BINARY_KIB: u64 = 1536;

@@ -3,18 +3,18 @@
 //! e2e_agent.rs), pods applied with `tinylet apply`, the effect read back from `tinylet
 //! get pod -o json`, the containers and the host.
 //!
-//! Covered (issue 15): subPath symlinks planted by the pod (the reported exploit
+//! Covered: subPath symlinks planted by the pod (the reported exploit
 //! `ln -s / esc`, a symlink in a middle component, a relative `../..` climb, a dangling
 //! link, a loop, a link to a FIFO, a link that stays inside) are refused with a clear
-//! waiting message and nothing of the host is seen (item 1); hostPath + subPath links
+//! waiting message and nothing of the host is seen; hostPath + subPath links
 //! out of the allowed prefix and `DirectoryOrCreate`/`FileOrCreate` through a symlinked
-//! parent are refused and create nothing outside (items 2, 3); a container flipping a
+//! parent are refused and create nothing outside; a container flipping a
 //! subPath component between a directory and a symlink while the pod's other
 //! containers restart never gets the outside mounted (the race); a termination-message
 //! path swapped for a symlink or a FIFO by another container neither blocks the agent
-//! nor leaks host data, and a volume mounted at the path is refused (item 13); a secret
-//! volume is a tmpfs, gone after the pod (item 10); emptyDir modes under umask 0 and 022
-//! (item 16). Every test also checks that an unrelated pod kept running.
+//! nor leaks host data, and a volume mounted at the path is refused; a secret
+//! volume is a tmpfs, gone after the pod; emptyDir modes under umask 0 and 022
+//! alike. Every test also checks that an unrelated pod kept running.
 //!
 //! Every wait is "eventually, within a generous deadline", so a loaded machine only
 //! makes the tests slower.
@@ -137,7 +137,7 @@ fn plant(out: &Path) -> String {
     )
 }
 
-/// Item 1: an init container plants symlinks in an emptyDir; app containers mount them
+/// An init container plants symlinks in an emptyDir; app containers mount them
 /// as subPaths. Each waits with a clear message; none is created; the good one runs.
 #[test]
 fn subpath_symlinks_planted_by_the_pod_never_lead_out() {
@@ -213,7 +213,7 @@ fn subpath_symlinks_planted_by_the_pod_never_lead_out() {
     delete_and_wait_gone(n, "sub-esc");
 }
 
-/// Items 2 and 3: symlinks below an allowed hostPath prefix (planted by a pod that can
+/// Symlinks below an allowed hostPath prefix (planted by a pod that can
 /// write it) are not followed, by subPath nor by the hostPath itself, and the
 /// `...OrCreate` types create nothing through them.
 #[test]
@@ -452,7 +452,7 @@ fn subpath_race_never_shows_outside() {
     delete_and_wait_gone(n, "race");
 }
 
-/// Item 13: the issue's exploit (a volume file at the termination-message path) is
+/// The reported exploit (a volume file at the termination-message path) is
 /// refused at apply; a second container swapping the path's entry in a shared parent
 /// volume for a symlink to a host file or a FIFO neither blocks the agent nor gets host
 /// data into the message.
@@ -547,7 +547,7 @@ fn termination_message_ignores_swaps_and_fifos() {
     }
 }
 
-/// Item 10: a secret volume is a tmpfs (`nosuid,nodev,noexec`) on the host and in the
+/// A secret volume is a tmpfs (`nosuid,nodev,noexec`) on the host and in the
 /// container, and gone once the pod is.
 #[test]
 fn secret_volume_is_a_tmpfs_gone_after_delete() {
@@ -589,7 +589,7 @@ fn secret_volume_is_a_tmpfs_gone_after_delete() {
     n.tinylet_ok(&["delete", "secret", &format!("{NS}/creds")]);
 }
 
-/// Item 16: the agent under umask 0 and 022 makes the same modes: parents 0755, the
+/// The agent under umask 0 and 022 makes the same modes: parents 0755, the
 /// emptyDir 0777 (a non-root container writes it), the message file 0666, the bind
 /// targets 0750. Its own containerd: two agents on one would fight over the pods.
 #[test]

@@ -1,5 +1,5 @@
 //! Pods whose images the policy pulls (`Always`) after a device reboot while their
-//! registry is unreachable (issue 15, item 5), each test on its own private containerd
+//! registry is unreachable, each test on its own private containerd
 //! with the harness's registry and the timing settings of a board config:
 //!
 //! - a registry that hangs (frozen with SIGSTOP: connections are accepted, nothing

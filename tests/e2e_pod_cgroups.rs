@@ -465,3 +465,59 @@ fn under_memory_pressure_best_effort_goes_before_burstable_and_critical_never() 
         .iter()
         .all(|c| !container_running(c)));
 }
+
+/// One agent per pods' parent cgroup: a second one on the same parent refuses to start,
+/// naming the first; and the sweep leaves alone a pod cgroup it never made (another
+/// agent's, or kubelet's, under the same tier) while it removes its own.
+#[test]
+fn another_agents_cgroups_are_never_touched() {
+    let c = Containerd::start();
+    let node = node_with(&c, "owner", json!({"memory": "1Gi"}));
+    let pods = pods_rel(&node);
+    // Someone else's pod cgroup in the best-effort tier.
+    let foreign = format!("{pods}/besteffort/pod00000000-0000-0000-0000-f0re1gn00000");
+    std::fs::create_dir_all(dir("memory", &foreign)).unwrap();
+    // A second agent with the same cgroupRoot and podsCgroupName (its own state).
+    let second = Node::new(&c, "second");
+    let cfg: Value = serde_json::from_slice(&std::fs::read(&node.config).unwrap()).unwrap();
+    second.set_config("cgroupRoot", cfg["cgroupRoot"].clone());
+    second.set_config("podsCgroupName", cfg["podsCgroupName"].clone());
+    second.set_config("evictionHard", json!({}));
+    let out = second.tinylet(&["run"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("is held by another agent, pid"), "{err}");
+    assert!(err.contains("podsCgroupName of its own"), "{err}");
+    // Its own pods' cgroups come and go; the foreign one stays through sweeps.
+    node.kill_agent();
+    node.set_config("containerGC", json!({"period": "1s"}));
+    node.start_agent();
+    let img = node.image().to_string();
+    node.apply(&pod(
+        "be",
+        json!({"containers": [sh("main", &img, "exec sleep 3600")]}),
+    ));
+    node.wait_running("be", T);
+    let uid = node.uid("be");
+    let own = format!("{pods}/besteffort/pod{uid}");
+    node.delete_pod("be");
+    wait_for("the agent's own pod cgroup to go", T, || {
+        (!dir("memory", &own).exists()).then_some(())
+    });
+    // Two sweeps more: the foreign cgroup is still there.
+    let sweeps = || {
+        std::fs::read_to_string(node.agent_log_path())
+            .unwrap_or_default()
+            .matches("pod cgroups swept")
+            .count()
+    };
+    let seen = sweeps();
+    wait_for("two more sweeps", T, || {
+        (sweeps() >= seen + 2).then_some(())
+    });
+    assert!(
+        dir("memory", &foreign).exists(),
+        "another's pod cgroup removed"
+    );
+    std::fs::remove_dir(dir("memory", &foreign)).unwrap();
+}

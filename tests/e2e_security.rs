@@ -283,7 +283,7 @@ fn agent_peak_kib(n: &Node) -> u64 {
         .expect("VmHWM")
 }
 
-/// Issue 15 item 14: 8 variables of 16 references each would expand to 4 GiB.
+/// 8 variables of 16 references each would expand to 4 GiB.
 #[test]
 fn an_env_reference_bomb_fails_its_container_only() {
     let n = node();
@@ -321,7 +321,7 @@ fn an_env_reference_bomb_fails_its_container_only() {
     n.delete_pod("calm");
 }
 
-/// Issue 15 item 9: references outside the docker grammar never reach the store.
+/// References outside the docker grammar never reach the store.
 #[test]
 fn invalid_image_references_are_refused_at_apply() {
     let n = node();

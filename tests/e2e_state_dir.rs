@@ -1,6 +1,6 @@
-//! End-to-end tests of the agent's state directory under faults (issue 15: items 6, 7,
-//! 11 and 15), each on its own private containerd (they start second agents, restart
-//! the agent, or tune container GC): one agent per state directory, status files
+//! End-to-end tests of the agent's state directory under faults, each on its own
+//! private containerd (they start second agents, restart the agent, or tune container
+//! GC): one agent per state directory, status files
 //! repaired when someone else changes them, a damaged desired pod file never stopping
 //! its pod, and a pod uid with `_` keeping its log directory across GC passes.
 
@@ -60,7 +60,7 @@ fn overwrite_in_place(path: &Path, bytes: &[u8]) {
     f.write_all(bytes).unwrap();
 }
 
-/// Issue 15, item 6.
+/// The state directory is locked: one agent per state directory.
 #[test]
 fn a_second_agent_on_the_same_state_dir_exits_and_the_first_keeps_its_pods() {
     let c = Containerd::start();
@@ -147,11 +147,12 @@ fn wait_repaired(n: &Node, path: &Path, good: &[u8], what: &str) -> Duration {
     }
 }
 
-/// Issue 15, item 7.
+/// Status files are the agent's: changed by someone else, they are repaired.
 #[test]
 fn status_files_changed_by_others_are_rewritten_within_a_period() {
     let c = Containerd::start();
     let n = Node::new(&c, "status");
+    n.serve_status();
     n.start_agent();
     n.apply(&sleeper(&n, "web"));
     n.wait_running("web", START);
@@ -197,12 +198,12 @@ fn status_files_changed_by_others_are_rewritten_within_a_period() {
         (m.ino(), m.mtime(), m.mtime_nsec())
     };
     let before = stamp();
-    std::thread::sleep(PLEG * 6);
+    n.wait_relists(6);
     assert_eq!(stamp(), before, "status file rewritten with no change");
     n.assert_agent_alive();
 }
 
-/// Issue 15, item 11: a damaged desired file of a running pod (bit flip, torn write).
+/// A damaged desired file of a running pod (bit flip, torn write).
 #[test]
 fn a_damaged_desired_file_keeps_its_pod_running_until_deleted() {
     let c = Containerd::start();
@@ -274,13 +275,14 @@ fn a_damaged_desired_file_keeps_its_pod_running_until_deleted() {
     assert!(n.pod("keep").is_none());
 }
 
-/// Issue 15, item 11: the agent starts with a pod's desired file already damaged, so it
+/// The agent starts with a pod's desired file already damaged, so it
 /// holds no spec for it: the pod's containers are not removed as orphans; the file
 /// stays where it is, and deleting it removes the pod.
 #[test]
 fn an_agent_starting_on_a_damaged_desired_file_keeps_the_pods_containers() {
     let c = Containerd::start();
     let n = Node::new(&c, "held");
+    n.serve_status();
     n.start_agent();
     n.apply(&sleeper(&n, "held"));
     n.apply(&sleeper(&n, "other"));
@@ -297,8 +299,8 @@ fn an_agent_starting_on_a_damaged_desired_file_keeps_the_pods_containers() {
     wait_for("the restarted agent's first relist", START, || {
         (log_count(&n, "first relist done") >= 2).then_some(())
     });
-    // Orphans go in the first relist after it: watch a few periods.
-    std::thread::sleep(PLEG * 6);
+    // Orphans go in the first relist after it: watch a few.
+    n.wait_relists(6);
     n.assert_agent_alive();
     assert_eq!(
         log_count(&n, &format!("pod uid {uid} is not desired")),
@@ -329,7 +331,7 @@ fn an_agent_starting_on_a_damaged_desired_file_keeps_the_pods_containers() {
     n.assert_agent_alive();
 }
 
-/// Issue 15, item 15: a uid with `_` (log directory `NS_NAME_my_pod-1`) keeps its log
+/// A uid with `_` (log directory `NS_NAME_my_pod-1`) keeps its log
 /// directory across container GC passes; a second pod cannot take the uid.
 #[test]
 fn a_pod_uid_with_underscores_keeps_its_logs_across_gc_passes() {

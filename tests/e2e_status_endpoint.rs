@@ -191,14 +191,22 @@ fn abusive_clients_are_bounded_and_the_agent_keeps_answering() {
 
     // One byte a second: cut off within the endpoint's deadline (10 s), while others
     // are answered meanwhile.
+    let (mid_request, midway) = std::sync::mpsc::channel();
     let slow = std::thread::spawn(move || {
         let mut s = TcpStream::connect(addr).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
         let start = Instant::now();
         let mut buf = [0u8; 64];
-        for b in b"GET /healthz HTTP/1.1\r\nX-Slow: ".iter().cycle() {
+        for (i, b) in b"GET /healthz HTTP/1.1\r\nX-Slow: "
+            .iter()
+            .cycle()
+            .enumerate()
+        {
             if s.write_all(&[*b]).is_err() {
                 break;
+            }
+            if i == 1 {
+                let _ = mid_request.send(());
             }
             match s.read(&mut buf) {
                 Ok(0) => break,
@@ -213,7 +221,8 @@ fn abusive_clients_are_bounded_and_the_agent_keeps_answering() {
         }
         start.elapsed()
     });
-    std::thread::sleep(Duration::from_secs(2));
+    // Answered while the slow client is in the middle of its request.
+    midway.recv_timeout(Duration::from_secs(30)).unwrap();
     assert_eq!(get(addr, "/healthz").map(|r| r.0), Some(200));
 
     // A 1 MiB header: refused with 431 at once.

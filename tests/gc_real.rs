@@ -313,7 +313,7 @@ fn image_gc_removes_lru_unprotected_images_down_to_the_low_mark() {
     });
 }
 
-/// Issue 15 item 12: an image already present when the agent first starts (no
+/// An image already present when the agent first starts (no
 /// images.json yet) is first seen at that pass, so minAge protects it like any other.
 #[test]
 fn image_gc_min_age_protects_images_present_at_the_first_start() {

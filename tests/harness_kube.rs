@@ -2,8 +2,9 @@
 //! against the real kube-apiserver v1.20.2: a node identity made the way a tinylet user
 //! makes one can do exactly what a kubelet may (its own Node, its pods, what they
 //! reference) and no more; pods get the service-account volume shape the feature gate
-//! selects; the relay's cut drops a live watch; teardown leaves nothing, also after the
-//! test process died.
+//! selects; the relay's cut drops a live watch; a fleet's certificates come in one call;
+//! a restarted API server serves on; teardown leaves nothing, also after the test
+//! process died.
 
 mod common;
 
@@ -381,6 +382,67 @@ fn relay_cut_drops_a_live_watch_and_refuses_until_restored() {
     relay.restore();
     let (code, body) = id.request("GET", "/api/v1/namespaces/default/pods/relay-pod", None);
     assert_eq!(code, 200, "{body}");
+}
+
+/// GET `path` with node `name`'s client certificate from `kube.sh node-certs`; the
+/// HTTP status.
+fn get_as_node(kube: &Kube, name: &str, path: &str) -> u16 {
+    let d = kube.dir().join("nodes").join(name);
+    let out = std::process::Command::new("curl")
+        .args([
+            "-sS",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "--max-time",
+            "10",
+            "--cacert",
+        ])
+        .arg(d.join("ca.crt"))
+        .arg("--cert")
+        .arg(d.join("client.crt"))
+        .arg("--key")
+        .arg(d.join("client.key"))
+        .arg(format!("{}{path}", kube.api_url()))
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).parse().unwrap_or(0)
+}
+
+#[test]
+fn node_certs_make_a_fleet_of_identities_in_one_call() {
+    let kube = Kube::shared();
+    let names = ["fleet-a".to_string(), "fleet-b".to_string()];
+    kube.node_certs(&names);
+    for n in &names {
+        let d = kube.dir().join("nodes").join(n);
+        let key = std::fs::read_to_string(d.join("client.key")).unwrap();
+        assert!(key.contains("PRIVATE KEY"), "{key}");
+        let mode = std::fs::metadata(d.join("client.key"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert!(d.join("serving.crt").is_file() && !d.join("kubeconfig").exists());
+        // Authenticated as the node: the Node authorizer lets it read its own Node
+        // (none yet) and no other.
+        assert_eq!(get_as_node(kube, n, &format!("/api/v1/nodes/{n}")), 404);
+    }
+    assert_eq!(get_as_node(kube, "fleet-a", "/api/v1/secrets"), 403);
+}
+
+#[test]
+fn apiserver_restart_comes_back_on_the_same_port_with_the_same_data() {
+    let kube = Kube::start();
+    kube.apply(&config_map_manifest("before-restart"));
+    let pid = |k: &Kube| std::fs::read_to_string(k.dir().join("kube-apiserver.pid")).unwrap();
+    let old = pid(&kube);
+    kube.restart_apiserver();
+    assert_ne!(pid(&kube), old, "a new API server process");
+    assert_eq!(kube.kubectl_ok(&["get", "--raw", "/readyz"]), "ok");
+    let cm = kube.kubectl_ok(&["get", "configmap", "before-restart", "-o", "name"]);
+    assert_eq!(cm.trim(), "configmap/before-restart");
 }
 
 /// Processes (other than this one) whose command line mentions `needle`.

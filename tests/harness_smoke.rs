@@ -533,3 +533,29 @@ fn cni_config_works_and_teardown_drops_pod_networking() {
         "hostPort rules of {network} left behind"
     );
 }
+
+#[test]
+fn a_session_left_under_our_pid_is_not_adopted() {
+    let root = std::env::temp_dir().join(format!("tlh-root-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let stale = root.join(format!("tlh-{}", std::process::id()));
+    std::fs::create_dir_all(stale.join("k1")).unwrap();
+    let fresh = common::new_session_dir(&root).unwrap();
+    let second = common::new_session_dir(&root).unwrap();
+    let entries = |d: &Path| -> Vec<String> {
+        let names = std::fs::read_dir(d).unwrap();
+        names
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect()
+    };
+    let in_fresh = entries(&fresh);
+    std::fs::remove_dir_all(&root).unwrap();
+    assert_ne!(fresh, stale, "the stale session was adopted");
+    assert_ne!(fresh, second, "two sessions got the same directory");
+    assert_eq!(
+        in_fresh,
+        [".tinylet-harness-session"],
+        "{}",
+        fresh.display()
+    );
+}

@@ -73,6 +73,8 @@ fn tarball_is_complete_verifiable_and_reproducible() {
         "systemd/containerd.toml",
         "cni/10-tinylet.conflist",
         "README.md",
+        "docs/install.md",
+        "docs/security.md",
         "packaging.md",
         "NOTICE",
         "SHA256SUMS",

@@ -610,7 +610,7 @@ fn pod_with_uid(ns: &str, name: &str, uid: &str) -> Object {
     parse_object("test", j.as_bytes()).unwrap()
 }
 
-/// Issue 15, item 15: two pods never share a uid. `apply` refuses the second (against
+/// Two pods never share a uid. `apply` refuses the second (against
 /// stored and firmware pods); files that share one anyway (written by hand, baked into
 /// firmware) load only the first in namespace/name order.
 #[test]
@@ -684,7 +684,7 @@ fn two_pods_never_share_a_uid() {
     assert!(pods.join("default_z-late.json").exists());
 }
 
-/// Issue 15, item 7: a status file changed by someone else (garbage written in place,
+/// A status file changed by someone else (garbage written in place,
 /// truncated, removed, replaced by a symlink) is rewritten by the next `changes()`; the
 /// agent's own writes and a steady state rewrite nothing.
 #[test]
@@ -753,7 +753,7 @@ fn status_files_changed_by_others_are_repaired() {
     assert_eq!(store.bytes_written(), before);
 }
 
-/// Issue 15, item 11: for the agent, a damaged pod file stays in place and is reported
+/// For the agent, a damaged pod file stays in place and is reported
 /// (shadowing its firmware pod); `restore_pod` quarantines it and writes the good spec
 /// back, but never over a file that was fixed or removed meanwhile.
 #[test]

@@ -2,7 +2,7 @@
 //! loopback, `uplink_support/server.rs`): every verb's request on the wire, decoded
 //! failure statuses, TLS failures with clear messages, deadlines, oversized and garbage
 //! answers, watch streams, reconnecting after the server was away, a dead link found by
-//! PING, and the thread budget. The real API server is exercised in `uplink_kube.rs`.
+//! PING, a 429's Retry-After honoured, and the thread budget. The real API server is exercised in `uplink_kube.rs`.
 #![cfg(feature = "uplink")]
 
 #[path = "uplink_support/pki.rs"]
@@ -20,9 +20,10 @@ use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 use tinylet::rt;
+use tinylet::tls::kubeconfig;
 use tinylet::uplink::{
-    kubeconfig, resource_path, ApiClient, ApiError, ClientOptions, ConnectError, DeleteOptions,
-    EventType, Keepalive, ListParams, PatchType, Preconditions,
+    resource_path, ApiClient, ApiError, ClientOptions, ConnectError, DeleteOptions, EventType,
+    Keepalive, ListParams, PatchType, Preconditions,
 };
 
 /// A CA, a server certificate for 127.0.0.1 and a node client certificate.
@@ -622,6 +623,70 @@ fn reconnects_after_the_server_was_away() {
         }
         let c = client.counters();
         assert_eq!((c.connects, c.reconnects), (2, 1), "{c:?}");
+    });
+}
+
+/// Answers /busy with 429 and `Retry-After: 1`, as the API server's in-flight limit
+/// does, anything else with its path; logs when each request arrived.
+fn busy_server(log: Rc<std::cell::RefCell<Vec<(String, Instant)>>>) -> Handler {
+    Rc::new(move |req, respond| {
+        let log = log.clone();
+        Box::pin(async move {
+            let path = req.uri().path().to_string();
+            log.borrow_mut().push((path.clone(), Instant::now()));
+            if path != "/busy" {
+                return reply(respond, 200, json!({ "path": path }).to_string());
+            }
+            let head = http::Response::builder()
+                .status(429)
+                .header("retry-after", "1")
+                .header("content-type", "application/json")
+                .body(())
+                .unwrap();
+            let body = status_body(429, "TooManyRequests", "too many requests, try again later");
+            let mut respond = respond;
+            if let Ok(mut stream) = respond.send_response(head, false) {
+                let _ = stream.send_data(Bytes::from(body), true);
+            }
+        })
+    })
+}
+
+#[test]
+fn a_429_with_retry_after_holds_the_next_requests_until_then() {
+    let s = setup("retry-after", Key::EcPkcs8);
+    let log: Rc<std::cell::RefCell<Vec<(String, Instant)>>> = Rc::default();
+    run(async {
+        let api = s.start(busy_server(log.clone()));
+        let client = s.client(&api.url(), opts(5000));
+        let e = client.get::<Value>("/busy").await.unwrap_err();
+        assert_eq!(e.code(), Some(429), "{e:?}");
+        assert!(e.is_transient());
+        let told = Instant::now();
+        let v: Value = client.get("/after").await.unwrap();
+        assert_eq!(v["path"], "/after");
+        let waited = told.elapsed();
+        assert!(
+            waited >= Duration::from_millis(950) && waited < Duration::from_millis(1600),
+            "the next request went after {waited:?} (Retry-After: 1, up to 1.5 times)"
+        );
+        assert_eq!(client.counters().waits, 1);
+
+        // A request whose deadline comes first fails at once and sends nothing.
+        let hasty = s.client(&api.url(), opts(300));
+        let _ = hasty.get::<Value>("/busy").await.unwrap_err();
+        let t = Instant::now();
+        let e = hasty.get::<Value>("/hasty").await.unwrap_err();
+        assert!(
+            t.elapsed() < Duration::from_millis(100),
+            "{:?}",
+            t.elapsed()
+        );
+        assert!(
+            e.is_transient() && e.to_string().contains("Retry-After"),
+            "{e}"
+        );
+        assert!(!log.borrow().iter().any(|(p, _)| p == "/hasty"));
     });
 }
 

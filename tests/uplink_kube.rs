@@ -13,9 +13,10 @@ use serde_json::{json, Value};
 use std::time::{Duration, SystemTime};
 use tinylet::model::time::format_rfc3339;
 use tinylet::rt;
+use tinylet::tls::kubeconfig;
 use tinylet::uplink::{
-    kubeconfig, resource_path, ApiClient, ClientOptions, DeleteOptions, EventType, ListParams,
-    PatchType, Preconditions,
+    resource_path, ApiClient, ClientOptions, DeleteOptions, EventType, ListParams, PatchType,
+    Preconditions,
 };
 
 /// Kubernetes MicroTime (`2026-12-01T17:40:00.123456Z`), as Lease times are written.

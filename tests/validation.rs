@@ -149,7 +149,7 @@ fn containers() {
         &["spec.containers[0].image: required"],
     );
     container(json!({"image": " busybox"}), &["spec.containers[0].image: must not have leading or trailing whitespace, got \" busybox\""]);
-    // Issue 15 item 9: the docker reference grammar, as kubelet parses images.
+    // The docker reference grammar, as kubelet parses images.
     let bad_image = |image: &str, why: &str| {
         container(
             json!({ "image": image }),
@@ -299,12 +299,17 @@ fn env() {
         )],
     );
     container(
-        json!({"env": [{"name": "A", "valueFrom": {"resourceFieldRef": {"resource": "limits.gpu", "containerName": "zz", "divisor": "0"}}}]}),
+        json!({"env": [{"name": "A", "valueFrom": {"resourceFieldRef": {"resource": "limits.gpu", "containerName": "zz", "divisor": "-1"}}}]}),
         &[
             &format!("{p}[0].valueFrom.resourceFieldRef.resource: must be one of limits.cpu, limits.memory, limits.ephemeral-storage, requests.cpu, requests.memory, requests.ephemeral-storage, got \"limits.gpu\""),
             &format!("{p}[0].valueFrom.resourceFieldRef.containerName: must name a container of the pod, got \"zz\""),
-            &format!("{p}[0].valueFrom.resourceFieldRef.divisor: must be greater than 0, got 0"),
+            &format!("{p}[0].valueFrom.resourceFieldRef.divisor: must be greater than 0, got -1"),
         ],
+    );
+    // The API server writes an unset divisor as "0": read as the default 1.
+    container(
+        json!({"env": [{"name": "A", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu", "divisor": "0"}}}]}),
+        &[],
     );
     container(
         json!({"env": [{"name": "A", "valueFrom": {"configMapKeyRef": {"name": "", "key": "../k"}}}]}),
@@ -341,11 +346,11 @@ fn volumes_and_mounts() {
         json!([]),
         &["spec.volumes[1].name: duplicate volume name \"d\""],
     );
-    v(json!([{"name": "d"}]), json!([]), &["spec.volumes[0]: must specify exactly one of emptyDir, hostPath, configMap, secret, projected, downwardAPI, got none"]);
+    v(json!([{"name": "d"}]), json!([]), &["spec.volumes[0]: must specify exactly one of emptyDir, hostPath, configMap, secret, projected, downwardAPI, persistentVolumeClaim, got none"]);
     v(
         json!([{"name": "d", "emptyDir": {}, "hostPath": {"path": "/x"}}]),
         json!([]),
-        &["spec.volumes[0]: must specify exactly one of emptyDir, hostPath, configMap, secret, projected, downwardAPI, got emptyDir, hostPath"],
+        &["spec.volumes[0]: must specify exactly one of emptyDir, hostPath, configMap, secret, projected, downwardAPI, persistentVolumeClaim, got emptyDir, hostPath"],
     );
     v(json!([{"name": "D_1", "emptyDir": {}}]), json!([]), &["spec.volumes[0].name: must be a DNS-1123 label (at most 63 lowercase letters, digits or '-', starting and ending with a letter or digit), got \"D_1\""]);
     v(
@@ -570,7 +575,7 @@ fn resources() {
         json!({"resources": {"limits": {"example.com/dongle": 1, "cpu": 0.25}}}),
         &[],
     );
-    // Issue 15 item 17: CPU quantities are bounded, so no arithmetic on them can wrap.
+    // CPU quantities are bounded, so no arithmetic on them can wrap.
     container(
         json!({"resources": {"requests": {"cpu": "1000001"}, "limits": {"cpu": "9e18"}}}),
         &[
@@ -728,7 +733,7 @@ fn pod_level_fields() {
     );
 }
 
-/// Issue 15 item 4: seccomp and AppArmor profiles, procMount, the AppArmor annotation.
+/// Seccomp and AppArmor profiles, procMount, the AppArmor annotation.
 #[test]
 fn security_profiles() {
     let sc = "spec.containers[0].securityContext";

@@ -83,6 +83,7 @@ pub async fn start_pod(
         facts: &facts,
         objects: &NoObjects,
         mem_capacity: 1 << 30,
+        cluster_domain: "cluster.local",
         // What the agent sends by default (seccompDefault), so both sides do the same work.
         seccomp: SeccompPolicy {
             default_runtime: true,

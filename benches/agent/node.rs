@@ -239,6 +239,11 @@ fn free_loopback_port() -> std::io::Result<std::net::SocketAddr> {
 
 /// GET `path` over HTTP/1.1 with `Connection: close`; the body's length on a 200.
 pub fn http_get(addr: std::net::SocketAddr, path: &str) -> Result<usize, String> {
+    http_get_body(addr, path).map(|b| b.len())
+}
+
+/// GET `path` over HTTP/1.1 with `Connection: close`; the body on a 200.
+pub fn http_get_body(addr: std::net::SocketAddr, path: &str) -> Result<String, String> {
     use std::io::{Read as _, Write as _};
     let err = |e: std::io::Error| format!("GET {path} from {addr}: {e}");
     let mut c = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5)).map_err(err)?;
@@ -259,5 +264,28 @@ pub fn http_get(addr: std::net::SocketAddr, path: &str) -> Result<usize, String>
             head.lines().next().unwrap_or("")
         ));
     }
-    Ok(body.len())
+    Ok(body.to_string())
+}
+
+/// Waits until the agent whose status endpoint is `addr` has trimmed its code pages
+/// `n` times (its `tinylet_code_page_trims_total`): its idle memory from then on.
+pub fn wait_trims(addr: std::net::SocketAddr, n: u64, timeout: Duration) -> Result<(), String> {
+    let until = Instant::now() + timeout;
+    loop {
+        let body = http_get_body(addr, "/metrics").unwrap_or_default();
+        let trims = body
+            .lines()
+            .find_map(|l| l.strip_prefix("tinylet_code_page_trims_total "))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        if trims >= n {
+            return Ok(());
+        }
+        if Instant::now() >= until {
+            return Err(format!(
+                "{trims} code page trims after {timeout:?}, waited for {n}"
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }

@@ -1,4 +1,4 @@
-//! The kubelet API's exec streams in the uplink bench (issue 19): the node serves its
+//! The kubelet API's exec streams in the uplink bench: the node serves its
 //! kubelet API with a certificate the cluster CA signed, and the bench holds `kubectl
 //! exec -i POD -- cat` sessions open through the API server, each seen echoing.
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The static release builds' linker: links as cargo-zigbuild's zig cc does, then links
 # the same inputs again with zig's ld.lld and a symbol order, so the functions the
-# agent runs in its steady state sit together at the start of .text (see README.md
-# here). zig cc has no way to pass --symbol-ordering-file, hence the second link.
+# agent runs in its steady state sit together at the start of .text (see cross/README.md,
+# "Code layout"). zig cc has no way to pass --symbol-ordering-file, hence the second link.
 #
 # cross/build.sh makes this the linker (-C linker) of the static release builds, through
 # a shim per target that sets TINYLET_ZIGCC_VAR (the variable in which cargo-zigbuild

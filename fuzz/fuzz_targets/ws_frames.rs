@@ -7,7 +7,11 @@
 //! the error that reading them whole gives.
 #![no_main]
 
+#[path = "common/pieces.rs"]
+mod pieces;
+
 use libfuzzer_sys::fuzz_target;
+use pieces::{piece_size, split_sizes};
 use tinylet::cri::stream_channels::{incoming, outcome, Incoming};
 use tinylet::cri::websocket::{Decoder, FrameError, Message};
 
@@ -24,9 +28,7 @@ fn decode(data: &[u8], sizes: &[u8]) -> (Vec<Message>, Option<FrameError>) {
     let mut at = 0;
     let mut n = 0;
     while at < data.len() {
-        let size = sizes
-            .get(n % sizes.len().max(1))
-            .map_or(data.len(), |s| usize::from(*s) + 1);
+        let size = piece_size(sizes, n, data.len());
         n += 1;
         let end = (at + size).min(data.len());
         d.push(&data[at..end]);
@@ -60,11 +62,7 @@ fn check(m: &Message) {
 }
 
 fuzz_target!(|input: &[u8]| {
-    // First byte: how many piece sizes follow; then the sizes; then the server's bytes.
-    let (count, rest) = input
-        .split_first()
-        .map_or((0, input), |(c, r)| (*c as usize % 8, r));
-    let (sizes, data) = rest.split_at(count.min(rest.len()));
+    let (sizes, data) = split_sizes(input);
     let whole = decode(data, &[]);
     let pieces = decode(data, sizes);
     assert_eq!(whole, pieces);

@@ -8,7 +8,8 @@
 #                               and the feed Makefile (packaging/openwrt/tinylet)
 #   systemd/                    tinylet.service and containerd's config.toml
 #   cni/10-tinylet.conflist     the pod network (same file as in openwrt/files)
-#   README.md, packaging.md     the project README and the install guide
+#   README.md, docs/, packaging.md   the project README, its documents (linked from
+#                               it) and the install guide
 #   NOTICE                      licenses of tinylet and of what is compiled into it
 #   SHA256SUMS                  checksums of every file above
 # The archive is reproducible: sorted names, root owner, mtime of the last commit.
@@ -34,6 +35,7 @@ cp -R "$repo/packaging/openwrt/tinylet/files" "$stage/openwrt/files"
 cp "$repo/packaging/systemd/tinylet.service" "$repo/packaging/systemd/containerd.toml" "$stage/systemd/"
 cp "$repo/packaging/openwrt/tinylet/files/10-tinylet.conflist" "$stage/cni/"
 cp "$repo/README.md" "$stage/README.md"
+cp -R "$repo/docs" "$stage/docs"
 cp "$repo/packaging/README.md" "$stage/packaging.md"
 
 {

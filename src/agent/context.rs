@@ -25,6 +25,9 @@ pub struct Context {
     pub cgroups: Option<crate::node::PodCgroups>,
     /// The node's pressure as last observed (housekeeping, every 10 s).
     pub pressure: std::cell::Cell<crate::node::Pressure>,
+    /// The labels the API last showed on this Node (the uplink's registration), for
+    /// admission's node selector and affinity checks; empty without the uplink.
+    pub node_labels: RefCell<std::collections::BTreeMap<String, String>>,
     /// The runtime's name from Version (`containerd`), for container ids in status.
     pub runtime_name: RefCell<String>,
     /// Registry hosts whose pulls lately ran into their deadline (every pod's worker
@@ -33,16 +36,18 @@ pub struct Context {
     /// The service-account tokens of the cluster's pods (in memory only).
     #[cfg(feature = "uplink")]
     pub tokens: super::tokens::Tokens,
-    /// Pod events for the cluster (in memory only; sent by the uplink).
-    #[cfg(feature = "uplink")]
+    /// Pod events (in memory only): for `tinylet describe`, and sent by the uplink.
     pub events: super::events::Recorder,
+    /// The cluster's Services for the pods' environment (filled by the uplink).
+    #[cfg(feature = "uplink")]
+    pub services: super::services::Services,
+    /// The cluster pods' PersistentVolumeClaims, resolved (filled by the uplink).
+    #[cfg(feature = "uplink")]
+    pub claims: super::claims::Claims,
 }
 
 impl Context {
-    /// Records a pod event for the cluster (kubelet's `reason`; `container` empty for
-    /// the pod itself). Only with the uplink on: a local-only node keeps none, and
-    /// `message` is then never made.
-    #[allow(unused_variables)]
+    /// Records a pod event (kubelet's `reason`; `container` empty for the pod itself).
     pub fn event(
         &self,
         pod: &Pod,
@@ -51,11 +56,8 @@ impl Context {
         reason: crate::model::reason::EventReason,
         message: impl FnOnce() -> String,
     ) {
-        #[cfg(feature = "uplink")]
-        if self.cfg.api_server.is_some() {
-            self.events
-                .record(pod, container, warning, reason.as_str(), message());
-        }
+        self.events
+            .record(pod, container, warning, reason.as_str(), message());
     }
 }
 
@@ -78,5 +80,24 @@ impl Objects for Context {
         source: &crate::model::projected::ServiceAccountTokenProjection,
     ) -> Result<Vec<u8>, crate::kuberuntime::env::NoToken> {
         self.tokens.lookup(pod, source)
+    }
+    fn node_allocatable(&self) -> crate::kuberuntime::env::NodeAllocatable {
+        self.host.allocatable
+    }
+    #[cfg(feature = "uplink")]
+    fn claim(
+        &self,
+        pod: &Pod,
+        claim: &str,
+    ) -> Result<crate::kuberuntime::env::BoundVolume, crate::kuberuntime::SyncError> {
+        self.claims.lookup(pod, claim)
+    }
+    #[cfg(feature = "uplink")]
+    fn services(
+        &self,
+        pod: &Pod,
+    ) -> Result<Vec<crate::kuberuntime::service_env::ServiceEntry>, crate::kuberuntime::SyncError>
+    {
+        self.services.for_pod(pod, std::time::Instant::now())
     }
 }

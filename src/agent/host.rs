@@ -4,6 +4,7 @@
 
 use crate::config::Config;
 use crate::kuberuntime::dns::{parse_resolv_conf, ResolvConf};
+use crate::kuberuntime::env::NodeAllocatable;
 use crate::kuberuntime::resources::mem_capacity;
 use crate::store::bounded;
 
@@ -24,11 +25,15 @@ pub struct HostFacts {
     pub mem_capacity: i64,
     /// CPU, memory and pid capacity (node allocatable is this less the reservations).
     pub capacity: crate::node::Resources,
+    /// CPU, memory and storage allocatable as the Node reports them: what pods read
+    /// for a limit they do not set (downward API).
+    pub allocatable: NodeAllocatable,
 }
 
 impl HostFacts {
-    /// Detects the facts, using `cfg` where it names them.
-    pub fn detect(cfg: &Config) -> HostFacts {
+    /// Detects the facts, using `cfg` where it names them. Fails only on a `nodeIP`
+    /// that no interface of this machine has (kubelet's rule), naming it.
+    pub fn detect(cfg: &Config) -> Result<HostFacts, String> {
         // The API's spelling (lowercase, `apiServer.nodeName` first): pods see it as
         // `spec.nodeName`, the cluster as the Node's name.
         let node_name = cfg.effective_node_name();
@@ -41,15 +46,49 @@ impl HostFacts {
                 String::new()
             });
         let fib = std::fs::read_to_string("/proc/net/fib_trie").unwrap_or_default();
-        let route = std::fs::read_to_string("/proc/net/route").unwrap_or_default();
+        let host_ip = if cfg.node_ip.is_empty() {
+            let route = std::fs::read_to_string("/proc/net/route").unwrap_or_default();
+            host_ipv4(&fib, default_gateway(&route)).unwrap_or_default()
+        } else {
+            let v6 = std::fs::read_to_string("/proc/net/if_inet6").unwrap_or_default();
+            check_node_ip(&cfg.node_ip, &fib, &v6)?
+        };
         let mem_capacity = mem_capacity();
-        HostFacts {
-            capacity: crate::node::Resources::capacity(mem_capacity),
+        let capacity = crate::node::Resources::capacity(mem_capacity);
+        Ok(HostFacts {
+            allocatable: allocatable(cfg, &capacity),
+            capacity,
             node_name,
-            host_ip: host_ipv4(&fib, default_gateway(&route)).unwrap_or_default(),
+            host_ip,
             resolv: parse_resolv_conf(&resolv_text),
             mem_capacity,
-        }
+        })
+    }
+}
+
+/// Capacity less the reservations (and, for memory, the hard eviction threshold), as
+/// the uplink reports the Node's allocatable; storage: the size of the pods' filesystem.
+fn allocatable(cfg: &Config, capacity: &crate::node::Resources) -> NodeAllocatable {
+    let storage = rustix::fs::statvfs(&cfg.pods_dir)
+        .or_else(|_| rustix::fs::statvfs(&cfg.state_dir))
+        .map_or(0, |s| s.f_blocks.saturating_mul(s.f_frsize));
+    NodeAllocatable {
+        cpu_milli: capacity.allocatable(cfg).cpu_milli,
+        memory: capacity
+            .memory
+            .saturating_sub(crate::node::reserved_memory(cfg, capacity.memory))
+            .max(0),
+        ephemeral_storage: i64::try_from(storage).unwrap_or(i64::MAX),
+    }
+}
+
+/// The architecture as Go (and so Kubernetes) names it.
+pub fn go_arch() -> &'static str {
+    match std::env::consts::ARCH {
+        "aarch64" => "arm64",
+        "x86_64" => "amd64",
+        "arm" => "arm",
+        other => other,
     }
 }
 
@@ -70,28 +109,111 @@ fn default_gateway(route: &str) -> Option<std::net::Ipv4Addr> {
 /// /proc/net/fib_trie (an address line followed by `/32 host LOCAL`), the one sharing the
 /// longest prefix with the default gateway, so bridges made for pods are not chosen.
 fn host_ipv4(fib_trie: &str, gateway: Option<std::net::Ipv4Addr>) -> Option<String> {
-    let mut last: Option<std::net::Ipv4Addr> = None;
     let mut best: Option<(u32, std::net::Ipv4Addr)> = None;
-    for line in fib_trie.lines() {
-        let t = line.trim_start_matches([' ', '|', '+', '-']).trim();
-        if t.contains("/32 host LOCAL") {
-            let Some(a) = last.filter(|a| !a.is_loopback()) else {
-                continue;
-            };
-            let common = gateway.map_or(0, |g| (u32::from(a) ^ u32::from(g)).leading_zeros());
-            if best.is_none_or(|(c, _)| common > c) {
-                best = Some((common, a));
-            }
-        } else {
-            last = t.parse().ok();
+    for a in local_ipv4(fib_trie)
+        .into_iter()
+        .filter(|a| !a.is_loopback())
+    {
+        let common = gateway.map_or(0, |g| (u32::from(a) ^ u32::from(g)).leading_zeros());
+        if best.is_none_or(|(c, _)| common > c) {
+            best = Some((common, a));
         }
     }
     best.map(|(_, a)| a.to_string())
 }
 
+/// The configured `nodeIP`, in its canonical spelling, when it is usable: not
+/// loopback, link-local, multicast or unspecified (kubelet refuses those), and an
+/// address of one of this machine's interfaces (`fib_trie`: IPv4, `if_inet6`: IPv6).
+fn check_node_ip(node_ip: &str, fib_trie: &str, if_inet6: &str) -> Result<String, String> {
+    use std::net::IpAddr;
+    let ip: IpAddr = node_ip
+        .parse()
+        .map_err(|_| format!("nodeIP {node_ip:?} is not an IP address"))?;
+    let unusable = match ip {
+        IpAddr::V4(a) => a.is_loopback() || a.is_link_local() || a.is_multicast(),
+        IpAddr::V6(a) => {
+            a.is_loopback() || a.is_multicast() || (a.segments()[0] & 0xffc0) == 0xfe80
+        }
+    } || ip.is_unspecified();
+    if unusable {
+        return Err(format!(
+            "nodeIP {ip}: a loopback, link-local, multicast or unspecified address cannot be \
+             the node's address"
+        ));
+    }
+    let local = match ip {
+        IpAddr::V4(a) => local_ipv4(fib_trie).contains(&a),
+        IpAddr::V6(a) => local_ipv6(if_inet6).contains(&a),
+    };
+    if !local {
+        return Err(format!(
+            "nodeIP {ip}: no interface of this machine has this address (see `ip addr`)"
+        ));
+    }
+    Ok(ip.to_string())
+}
+
+/// Every local IPv4 address in /proc/net/fib_trie (an address line followed by
+/// `/32 host LOCAL`).
+fn local_ipv4(fib_trie: &str) -> Vec<std::net::Ipv4Addr> {
+    let mut last: Option<std::net::Ipv4Addr> = None;
+    let mut out = Vec::new();
+    for line in fib_trie.lines() {
+        let t = line.trim_start_matches([' ', '|', '+', '-']).trim();
+        if t.contains("/32 host LOCAL") {
+            out.extend(last);
+        } else {
+            last = t.parse().ok();
+        }
+    }
+    out
+}
+
+/// Every IPv6 address in /proc/net/if_inet6 (its first column: 32 hex digits).
+fn local_ipv6(if_inet6: &str) -> Vec<std::net::Ipv6Addr> {
+    if_inet6
+        .lines()
+        .filter_map(|l| {
+            let hex = l.split_whitespace().next()?;
+            let n = u128::from_str_radix(hex, 16)
+                .ok()
+                .filter(|_| hex.len() == 32)?;
+            Some(std::net::Ipv6Addr::from(n))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_node_ip_must_be_an_address_of_this_machine() {
+        let fib = "Main:\n  +-- 0.0.0.0/0 3 0 5\n     |-- 192.0.2.15\n        /32 host LOCAL\n     |-- 127.0.0.1\n           /32 host LOCAL\n     |-- 198.51.100.0\n        /24 link UNICAST\n";
+        let v6 = "20010db8000000000000000000000001 02 40 00 80     eth0\nfe800000000000000000000000000001 02 40 20 80     eth0\n";
+        assert_eq!(check_node_ip("192.0.2.15", fib, v6).unwrap(), "192.0.2.15");
+        assert_eq!(
+            check_node_ip("2001:db8::1", fib, v6).unwrap(),
+            "2001:db8::1"
+        );
+        let e = check_node_ip("198.51.100.7", fib, v6).unwrap_err();
+        assert!(
+            e.contains("no interface of this machine has this address"),
+            "{e}"
+        );
+        for bad in [
+            "127.0.0.1",
+            "fe80::1",
+            "0.0.0.0",
+            "224.0.0.1",
+            "169.254.1.1",
+        ] {
+            let e = check_node_ip(bad, fib, v6).unwrap_err();
+            assert!(e.contains("cannot be the node's address"), "{bad}: {e}");
+        }
+        assert!(check_node_ip("gw1", fib, v6).is_err());
+    }
 
     #[test]
     fn picks_the_local_address_nearest_the_gateway() {

@@ -1,7 +1,9 @@
 //! Making sure a container's image is there, with kubelet's pull policy and our offline
 //! rule: a gateway must restart its pods with no uplink, so when a pull that the policy
-//! asks for (`Always`, `:latest`) fails and a local copy exists, the local copy runs and
-//! the pod's status says so.
+//! asks for (`Always`, `:latest`) fails because the registry cannot be reached and a
+//! local copy exists, the local copy runs and the pod's status says so. A registry that
+//! answers "no" (unauthorized, not found) fails the pull as under kubelet: the local
+//! copy never stands in for credentials the pod does not have.
 //!
 //! With a local copy a pull may keep the container waiting only
 //! `imagePullFallbackTimeout` (a registry that hangs, as behind an uplink that drops
@@ -48,6 +50,41 @@ impl PullError {
     pub fn timed_out(&self) -> bool {
         self.cause.is_deadline_exceeded()
     }
+
+    /// The registry answered and said no: the credentials do not open the image (401,
+    /// 403, denied) or it has no such image (404, manifest unknown). A local copy must
+    /// not stand in then: a pod without the credentials would run a private image
+    /// another pod pulled, and kubelet fails such a pull (`ErrImagePull`). Only a
+    /// registry that cannot be reached leaves the local copy to run.
+    pub fn refused(&self) -> bool {
+        is_refusal(&self.cause.to_string())
+    }
+}
+
+/// Whether a runtime's pull error text says the registry refused (containerd's and
+/// CRI-O's wordings of 401, 403 and 404 answers).
+fn is_refusal(text: &str) -> bool {
+    let t = text.to_ascii_lowercase();
+    [
+        "401 unauthorized",
+        "403 forbidden",
+        "404 not found",
+        "unauthorized",
+        "authentication required",
+        "access to the resource is denied",
+        "denied:",
+        ": not found",
+        "manifest unknown",
+        "name unknown",
+    ]
+    .iter()
+    .any(|w| t.contains(w))
+}
+
+/// The back-off key that says the last failed pull of `key` was a refusal (see
+/// [`PullError::refused`]): while it runs, a local copy does not stand in either.
+fn refused_key(key: &str) -> String {
+    format!("refused:{key}")
 }
 
 impl fmt::Display for PullError {
@@ -133,6 +170,8 @@ pub async fn ensure(
     };
     let key = backoff_key(&pod.metadata.uid, image);
     let now = Instant::now();
+    // After a refusal the local copy is no stand-in until a pull succeeds.
+    let local = local.filter(|_| backoff.until(&refused_key(&key), now).is_none());
     if let Some(why) = not_now(ctx, image, local.is_some(), backoff.until(&key, now), now) {
         return match local {
             Some(id) => Ok(offline(id, why)),
@@ -153,7 +192,7 @@ pub async fn ensure(
     note_outcome(ctx, image, &result);
     if let Err(e) = &result {
         ctx.event(pod, &c.name, true, EventReason::Failed, || {
-            format!("Failed to pull image \"{image}\": {e}")
+            format!("Failed to pull image \"{image}\": {}", e.cause)
         });
     }
     match (result, local) {
@@ -162,10 +201,16 @@ pub async fn ensure(
                 format!("Successfully pulled image \"{image}\"")
             });
             backoff.reset(&key);
+            backoff.reset(&refused_key(&key));
             Ok(Ensured {
                 image_ref,
                 offline: None,
             })
+        }
+        (Err(e), _) if e.refused() => {
+            backoff.fail(&key, now);
+            backoff.fail(&refused_key(&key), now);
+            Err(waiting(Reason::ErrImagePull, e.to_string()))
         }
         (Err(e), Some(id)) => {
             if !e.timed_out() {
@@ -297,6 +342,26 @@ pub async fn pull(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn refusals_are_told_from_an_unreachable_registry() {
+        for refused in [
+            "rpc error: code = Unknown desc = failed to pull and unpack image \"localhost:25001/a:3.7\": failed to resolve reference \"localhost:25001/a:3.7\": pulling from host localhost:25001 failed with status code [manifests 3.7]: 401 Unauthorized",
+            "failed to resolve reference \"localhost:25000/nope:1\": localhost:25000/nope:1: not found",
+            "reading manifest 1 in r.io/x: manifest unknown: manifest unknown",
+            "denied: requested access to the resource is denied",
+        ] {
+            assert!(is_refusal(refused), "{refused}");
+        }
+        for unreachable in [
+            "failed to do request: Head \"https://r.io/v2/x/manifests/1\": dial tcp 10.0.0.1:443: connect: connection refused",
+            "dial tcp: lookup r.io: no such host",
+            "context deadline exceeded",
+            "dial tcp 10.0.0.1:443: i/o timeout",
+        ] {
+            assert!(!is_refusal(unreachable), "{unreachable}");
+        }
+    }
 
     #[test]
     fn invalid_names_wait_without_a_pull() {

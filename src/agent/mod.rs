@@ -1,10 +1,12 @@
 //! The agent: sync loop, per-pod workers, poll-based PLEG, crash-loop backoff, probes
 //! and lifecycle hooks.
 pub mod actions;
+pub mod admission;
 pub mod backoff;
+#[cfg(feature = "uplink")]
+pub mod claims;
 pub mod context;
 pub mod deadline;
-#[cfg(feature = "uplink")]
 pub mod events;
 pub mod handler;
 pub mod hooks;
@@ -19,6 +21,8 @@ pub mod observe;
 pub mod pleg;
 pub mod pressure_check;
 pub mod probe;
+#[cfg(feature = "uplink")]
+pub mod services;
 pub mod silent_registries;
 pub mod sync_loop;
 #[cfg(feature = "uplink")]

@@ -21,6 +21,7 @@
 //! uplink can delete the pod from the API. Its file stays until then, and no worker is
 //! started for it again meanwhile.
 
+use super::admission;
 use super::context::Context;
 use super::housekeeping::Housekeeping;
 use super::pleg::{self, Snapshot};
@@ -62,6 +63,9 @@ pub struct SyncLoop {
     held: BTreeSet<(String, String)>,
     /// [`Self::held`] as of the previous look at the store (a hold is logged once).
     held_before: BTreeSet<(String, String)>,
+    /// Pods the node refused at admission (by uid), with the spec refused: no worker
+    /// runs them; a changed spec is admitted afresh.
+    refused: BTreeMap<String, Rc<Pod>>,
 }
 
 impl SyncLoop {
@@ -78,6 +82,7 @@ impl SyncLoop {
             ready: false,
             held: BTreeSet::new(),
             held_before: BTreeSet::new(),
+            refused: BTreeMap::new(),
         }
     }
 
@@ -122,7 +127,9 @@ impl SyncLoop {
         #[cfg(feature = "uplink")]
         let store = future::or(
             async {
-                self.ctx.tokens.changed().await;
+                let services = self.ctx.services.changed_wait();
+                let claims = self.ctx.claims.changed_wait();
+                future::or(self.ctx.tokens.changed(), future::or(services, claims)).await;
                 true
             },
             store,
@@ -190,6 +197,21 @@ impl SyncLoop {
                 let _ = w.tx.try_send(Msg::Wake);
             }
         }
+        // Pods of a namespace whose Services were listed (a first time, or changed)
+        // may be waiting to make a container with their variables (the master
+        // service's namespace: every pod), and pods of a namespace whose claims were
+        // resolved, to set up their volumes.
+        #[cfg(feature = "uplink")]
+        {
+            let mut namespaces = self.ctx.services.take_changed();
+            let all = namespaces.contains(crate::kuberuntime::service_env::MASTER_NAMESPACE);
+            namespaces.extend(self.ctx.claims.take_changed());
+            for w in self.workers.values() {
+                if all || namespaces.contains(&w.pod.metadata.namespace) {
+                    let _ = w.tx.try_send(Msg::Wake);
+                }
+            }
+        }
         let changes = self.ctx.store.borrow_mut().changes();
         if changes.objects {
             // Before the reconcile, so that new workers are not woken twice.
@@ -208,10 +230,22 @@ impl SyncLoop {
         for d in found.damaged {
             self.damaged_pod(d, &mut desired);
         }
+        // kubelet admits pods in the order they were made: after a restart the older
+        // pods keep their place, a newer one is the one that does not fit.
+        desired.sort_by(|a, b| {
+            let key = |p: &Pod| {
+                (
+                    p.metadata.creation_timestamp.clone(),
+                    p.metadata.uid.clone(),
+                )
+            };
+            key(a).cmp(&key(b))
+        });
         let mut seen = BTreeSet::new();
         for pod in desired {
             let uid = pod.metadata.uid.clone();
             if pod.terminating() {
+                self.refused.remove(&uid);
                 self.terminating(pod);
                 continue;
             }
@@ -229,6 +263,9 @@ impl SyncLoop {
                 }
                 Some(_) => {}
                 None => {
+                    if !self.admitted(&pod) {
+                        continue;
+                    }
                     log::info!(
                         "pod {}/{}: added (uid {uid})",
                         pod.metadata.namespace,
@@ -251,6 +288,7 @@ impl SyncLoop {
                 }
             }
         }
+        self.refused.retain(|uid, _| seen.contains(uid));
         for (uid, w) in self
             .workers
             .iter_mut()
@@ -263,6 +301,39 @@ impl SyncLoop {
             );
             w.deleting = true;
             let _ = w.tx.try_send(Msg::Delete);
+        }
+    }
+
+    /// Whether a pod that has no worker yet may get one: the node's admission
+    /// ([`admission`]) beside the admitted pods that still count. A refusal is kept
+    /// (and its status written once) until the pod's spec changes (its labels, or the
+    /// API's word that it failed, change nothing); a finished pod needs no admission
+    /// (it runs nothing).
+    fn admitted(&mut self, pod: &Pod) -> bool {
+        let uid = &pod.metadata.uid;
+        if self.refused.get(uid).is_some_and(|p| p.spec == pod.spec) {
+            return false;
+        }
+        if pod.finished().is_some() {
+            self.refused.remove(uid);
+            return true;
+        }
+        let running: Vec<&Pod> = self
+            .workers
+            .values()
+            .filter(|w| !w.deleting && admission::counts(&self.ctx, &w.pod))
+            .map(|w| &*w.pod)
+            .collect();
+        match admission::admit(&self.ctx, pod, &running) {
+            Ok(()) => {
+                self.refused.remove(uid);
+                true
+            }
+            Err(r) => {
+                admission::refused(&self.ctx, pod, &r);
+                self.refused.insert(uid.clone(), Rc::new(pod.clone()));
+                false
+            }
         }
     }
 
@@ -466,6 +537,10 @@ impl SyncLoop {
                 rec.sandboxes.len(),
                 rec.containers.len()
             );
+            // Its cgroups are this agent's to remove once it is gone.
+            if let Some(cg) = &self.ctx.cgroups {
+                cg.claim(uid);
+            }
             let (ctx, uid2) = (self.ctx.clone(), uid.clone());
             self.orphans.insert(
                 uid.clone(),

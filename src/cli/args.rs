@@ -11,6 +11,8 @@ pub struct Args {
     pub positional: Vec<String>,
     /// `(name, value)` pairs; a flag has no value.
     options: Vec<(String, Option<String>)>,
+    /// Each option's dashes as given (`-` or `--`), for messages that echo it.
+    dashes: Vec<&'static str>,
     /// Words after a bare `--`.
     pub rest: Vec<String>,
 }
@@ -26,13 +28,15 @@ impl Args {
                 a.rest = it.by_ref().cloned().collect();
                 break;
             }
-            let name = match w.strip_prefix("--").or_else(|| w.strip_prefix('-')) {
-                Some(n) if !n.is_empty() && w != "-" => n,
-                _ => {
-                    a.positional.push(w.clone());
-                    continue;
-                }
+            let (dashes, name) = match w.strip_prefix("--") {
+                Some(n) => ("--", n),
+                None => ("-", w.strip_prefix('-').unwrap_or_default()),
             };
+            if name.is_empty() || !w.starts_with('-') {
+                a.positional.push(w.clone());
+                continue;
+            }
+            a.dashes.push(dashes);
             if let Some((n, v)) = name.split_once('=') {
                 a.options.push((n.to_string(), Some(v.to_string())));
             } else if takes_value.contains(&name) {
@@ -63,14 +67,16 @@ impl Args {
             .any(|(n, _)| names.contains(&n.as_str()))
     }
 
-    /// Fails on any option not in `known`, so typos are not silently ignored.
+    /// Fails on any option not in `known`, so typos are not silently ignored. The
+    /// message spells the option as it was given (`-w`, `--wach`).
     pub fn only(&self, known: &[&str]) -> Result<(), CliError> {
         match self
             .options
             .iter()
-            .find(|(n, _)| !known.contains(&n.as_str()))
+            .zip(&self.dashes)
+            .find(|((n, _), _)| !known.contains(&n.as_str()))
         {
-            Some((n, _)) => Err(CliError::usage(format!("unknown option --{n}"))),
+            Some(((n, _), dashes)) => Err(CliError::usage(format!("unknown option {dashes}{n}"))),
             None => Ok(()),
         }
     }
@@ -98,6 +104,20 @@ mod tests {
         assert_eq!(a.rest, ["ls", "-l"]);
         assert!(a.only(&["config", "o", "A"]).is_ok());
         assert!(a.only(&["config"]).is_err());
+    }
+
+    #[test]
+    fn unknown_options_are_echoed_as_given() {
+        let a = Args::parse(&words("pods -w --wach --x=1"), &[]).unwrap();
+        assert_eq!(a.only(&["wach", "x"]).unwrap_err().msg, "unknown option -w");
+        assert_eq!(
+            a.only(&["w", "x"]).unwrap_err().msg,
+            "unknown option --wach"
+        );
+        assert_eq!(
+            a.only(&["w", "wach"]).unwrap_err().msg,
+            "unknown option --x"
+        );
     }
 
     #[test]

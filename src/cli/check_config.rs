@@ -50,7 +50,9 @@ fn check_uplink(
     node_name: &str,
     connect: bool,
 ) -> Result<(), CliError> {
-    use crate::uplink::{identity, kubeconfig, ApiClient, ClientOptions};
+    use crate::tls::identity;
+    use crate::tls::kubeconfig;
+    use crate::uplink::{ApiClient, ClientOptions};
     let bad = |e: crate::uplink::SetupError| CliError::usage(format!("apiServer.kubeconfig: {e}"));
     let kc = kubeconfig::load(&api.kubeconfig).map_err(bad)?;
     let client = ApiClient::new(&kc, ClientOptions::default()).map_err(bad)?;

@@ -12,8 +12,9 @@
 //! ```
 
 use super::args::Args;
+use super::config_file::{self, Access};
 use super::table::Table;
-use super::{load_config, CliError, GLOBAL_VALUE_OPTS};
+use super::{CliError, GLOBAL_VALUE_OPTS};
 use crate::cri::{pb, CriClient, CriError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -39,7 +40,7 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
             "unexpected argument {x:?}\n{USAGE}"
         )));
     }
-    let mut cfg = load_config(&args)?;
+    let mut cfg = config_file::load(&args, Access::Write)?;
     if let Some(e) = args.value(&["endpoint"]) {
         cfg.runtime_endpoint = e.to_string();
     }

@@ -1,7 +1,7 @@
 //! Pods whose desired file is there but cannot be read (torn, bit-flipped, edited
 //! wrong), for `get pods`: the store leaves them out of its list, yet the pod still
 //! exists (its file is its only record, and its containers keep running; see the
-//! README's "State directory"). Such a pod is listed with STATUS `DesiredFileDamaged`
+//! docs/operations.md, "State directory"). Such a pod is listed with STATUS `DesiredFileDamaged`
 //! (kubectl shows a pod's status reason in that column), never as `Terminating`: it was
 //! not deleted. The agent restores the file when it holds the pod's last good spec, so
 //! this is mostly seen while the agent is stopped or started with the file damaged.

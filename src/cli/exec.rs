@@ -4,7 +4,8 @@
 //! runtime's streaming server (`exec_stream.rs`).
 
 use super::args::Args;
-use super::{load_config, CliError, GLOBAL_VALUE_OPTS};
+use super::config_file::{self, Access};
+use super::{CliError, GLOBAL_VALUE_OPTS};
 use crate::cri::{pb, CriClient};
 use crate::kuberuntime::labels;
 use crate::store::Kind;
@@ -42,7 +43,7 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
         ));
     }
     let (ns, name) = target.split_once('/').unwrap_or(("default", target));
-    let cfg = load_config(&args)?;
+    let cfg = config_file::load(&args, Access::Read)?;
     // Reading only: no directory is created (a typo in --state-dir creates nothing).
     let mut store = crate::store::Store::open_read_only(&cfg);
     let entry = store

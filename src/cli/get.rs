@@ -17,12 +17,13 @@
 //! and exits 0.
 
 use super::args::Args;
+use super::config_file::{self, Access};
 use super::damaged;
 use super::output::{age, emit};
 use super::pod_summary::summarize;
 use super::table::Table;
 use super::terminating::{self, Terminating};
-use super::{load_config, CliError};
+use super::CliError;
 use crate::config::Config;
 use crate::model::meta::DEFAULT_NAMESPACE;
 use crate::model::{Object, Pod, PodStatus};
@@ -30,7 +31,7 @@ use crate::store::{Entry, Kind, Origin, Store};
 use std::time::SystemTime;
 
 const VALUE_OPTS: &[&str] = &["n", "namespace", "o", "output", "config", "state-dir"];
-const FLAGS: &[&str] = &["A", "all-namespaces"];
+const FLAGS: &[&str] = &["A", "all-namespaces", "w", "watch"];
 
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,7 +78,7 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
             "usage: tinylet get pods|pod NS/NAME|configmaps|secrets|node",
         ));
     };
-    let cfg = load_config(&args)?;
+    let cfg = config_file::load(&args, Access::Read)?;
     // Reading never writes: no directories created, no files moved.
     let mut store = Store::open_read_only(&cfg);
     if matches!(resource.as_str(), "node" | "nodes" | "no") {
@@ -88,44 +89,98 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
             "unknown resource type {resource:?}; expected pods, configmaps, secrets or node"
         ))
     })?;
-    let (entries, mut ending) = select(&mut store, kind, &scope, names, namespace)?;
-    let now = SystemTime::now();
-    // Listing pods: also those deleted but still stopping, and those whose desired file
-    // is damaged (the store's list leaves both out).
-    let mut damaged = Vec::new();
-    if kind == Kind::Pod && names.is_empty() {
-        let ns = match scope {
-            Scope::All => None,
-            Scope::One(ns) => Some(ns),
-        };
-        damaged = damaged::list(&store, ns);
-        ending = terminating::list(&store, ns, &entries, &damaged);
+    let all = matches!(scope, Scope::All);
+    let node = (format == Format::Wide).then(|| cfg.effective_node_name());
+    if args.flag(&["w", "watch"]) {
+        if kind != Kind::Pod || matches!(format, Format::Json | Format::Yaml) {
+            return Err(CliError::usage(
+                "get -w: watches pods, as a table (-o wide too)",
+            ));
+        }
+        let key_cells = if all { 2 } else { 1 };
+        return super::watch::pods(
+            &mut store,
+            key_cells,
+            scope.empty_message(),
+            |store, now| {
+                let l = Listing::of(store, kind, &scope, names, namespace)?;
+                Ok(l.pod_table(store, all, node.as_deref(), now))
+            },
+        );
     }
+    let l = Listing::of(&mut store, kind, &scope, names, namespace)?;
+    let now = SystemTime::now();
     match format {
         Format::Json | Format::Yaml => {
-            print_object(&store, &entries, &ending, names.len() == 1, format)
+            print_object(&store, &l.entries, &l.ending, names.len() == 1, format)
         }
-        _ if entries.is_empty() && ending.is_empty() && damaged.is_empty() => {
-            match scope {
-                Scope::All => eprintln!("No resources found"),
-                Scope::One(ns) => eprintln!("No resources found in {ns} namespace."),
-            }
+        _ if l.is_empty() => {
+            eprintln!("{}", scope.empty_message());
             Ok(())
         }
-        f => {
-            let all = matches!(scope, Scope::All);
+        _ => {
             let table = match kind {
-                Kind::Pod => {
-                    let node = (f == Format::Wide).then(|| cfg.effective_node_name());
-                    let mut t = pod_table(&store, &entries, all, node.as_deref(), now);
-                    unlisted_rows(&mut t, &ending, &damaged, all, node.as_deref(), now);
-                    t
-                }
-                _ => data_table(&entries, all, now),
+                Kind::Pod => l.pod_table(&store, all, node.as_deref(), now),
+                _ => data_table(&l.entries, all, now),
             };
             emit(&table.render());
             Ok(())
         }
+    }
+}
+
+impl Scope<'_> {
+    /// kubectl's words for an empty list.
+    fn empty_message(&self) -> String {
+        match self {
+            Scope::All => "No resources found".into(),
+            Scope::One(ns) => format!("No resources found in {ns} namespace."),
+        }
+    }
+}
+
+/// What `get` lists: the store's entries, and for a pod listing also the pods being
+/// deleted and those whose desired file is damaged (the store's list leaves both out).
+struct Listing {
+    entries: Vec<Entry>,
+    ending: Vec<Terminating>,
+    damaged: Vec<damaged::Damaged>,
+}
+
+impl Listing {
+    fn of(
+        store: &mut Store,
+        kind: Kind,
+        scope: &Scope,
+        names: &[String],
+        namespace: Option<&str>,
+    ) -> Result<Listing, CliError> {
+        let (entries, mut ending) = select(store, kind, scope, names, namespace)?;
+        let mut damaged = Vec::new();
+        if kind == Kind::Pod && names.is_empty() {
+            let ns = match scope {
+                Scope::All => None,
+                Scope::One(ns) => Some(*ns),
+            };
+            damaged = damaged::list(store, ns);
+            ending = terminating::list(store, ns, &entries, &damaged);
+        }
+        Ok(Listing {
+            entries,
+            ending,
+            damaged,
+        })
+    }
+
+    fn is_empty(&self) -> bool {
+        self.entries.is_empty() && self.ending.is_empty() && self.damaged.is_empty()
+    }
+
+    /// The `get pods` table; `node` (the name the agent uses) adds the wide columns.
+    fn pod_table(&self, store: &Store, all: bool, node: Option<&str>, now: SystemTime) -> Table {
+        let mut t = pod_table(store, &self.entries, all, node, now);
+        unlisted_rows(&mut t, &self.ending, &self.damaged, all, node, now);
+        t
     }
 }
 
@@ -163,7 +218,7 @@ fn select(
 
 /// A named pod the store does not list: one being deleted, else an error saying that
 /// its desired file is damaged or that there is no such pod.
-fn unlisted_pod(store: &Store, ns: &str, name: &str) -> Result<Terminating, CliError> {
+pub fn unlisted_pod(store: &Store, ns: &str, name: &str) -> Result<Terminating, CliError> {
     let damaged = damaged::list(store, Some(ns));
     if let Some(d) = damaged.iter().find(|d| d.file.name == name) {
         return Err(CliError::failed(d.message()));

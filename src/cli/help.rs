@@ -10,7 +10,8 @@ commands:
   run                      run the agent
   apply -f FILE|DIR|-      create or update pods, configmaps, secrets (JSON or YAML)
   delete KIND NS/NAME...   delete a pod, configmap or secret
-  get pods|pod|configmaps|secrets|node   show objects, kubectl-style
+  get pods|pod|configmaps|secrets|node   show objects, kubectl-style (-w: watch pods)
+  describe pod NS/NAME     a pod's containers, states, conditions, volumes, events
   logs NS/NAME             a container's logs
   exec NS/NAME -- CMD...   run a command in a container (-it: a shell)
   cri version|pods|ps|images|imagefs   talk to the runtime directly (like crictl)
@@ -19,7 +20,8 @@ commands:
   help [COMMAND]           this text, or a command's
 
 global options (every command; before `--` in exec, after it they belong to CMD):
-  --config FILE            config file (default /etc/tinylet/config.json)
+  --config FILE            config file (default: $TINYLET_CONFIG, else
+                           /etc/tinylet/config.json)
   --state-dir DIR          override the config's stateDir
   -h, --help               help
 ";
@@ -35,16 +37,20 @@ example: tinylet run --config /etc/tinylet/config.json
     ),
     (
         "apply",
-        "usage: tinylet apply -f FILE|DIR|-
+        "usage: tinylet apply -f FILE|DIR|- [--validate=strict|warn|ignore]
   -f, --filename FILE      a .json/.yaml/.yml file (YAML documents, kind: List),
                            a directory of them, or - (stdin, JSON if it starts with {)
+      --validate=MODE      fields no v1 object has (typos): warn (default), strict
+                           (refuse the object) or ignore
 example: tinylet apply -f examples/pods/hello.yaml
 ",
     ),
     (
         "delete",
         "usage: tinylet delete pod|configmap|secret NS/NAME... | KIND NAME... -n NS | KIND/NAME...
+       tinylet delete -f FILE|DIR|-
   -n, --namespace NS       namespace of names without one (default: default)
+  -f, --filename FILE      delete the objects the manifests name (as apply -f reads them)
 example: tinylet delete pod default/hello
 ",
     ),
@@ -54,8 +60,20 @@ example: tinylet delete pod default/hello
   -n, --namespace NS       namespace (default: default)
   -A, --all-namespaces     every namespace
   -o, --output FORMAT      json, yaml, or wide (pods: IP, NODE, SOURCE)
+  -w, --watch              pods: the table, then each row that changes (until Ctrl-C)
 node: pod counts and the pressure conditions with the thresholds met
 example: tinylet get pods -A -o wide
+",
+    ),
+    (
+        "describe",
+        "usage: tinylet describe pod NS/NAME | pod NAME -n NS
+  -n, --namespace NS       namespace of a NAME without one
+The pod as kubectl describe shows it: containers with their state and last state
+(reasons and messages: why a pull failed, why a container crashed), restarts,
+resources, environment, mounts; conditions, volumes and the pod's recent events (kept
+in the agent's memory: shown while the agent runs).
+example: tinylet describe pod default/hello
 ",
     ),
     (

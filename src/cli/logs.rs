@@ -9,8 +9,9 @@
 //! command is interrupted. Reading needs no runtime: only the files.
 
 use super::args::Args;
+use super::config_file::{self, Access};
 use super::get::split_ref;
-use super::{load_config, CliError};
+use super::CliError;
 use crate::logs::files;
 use crate::logs::read::{self, ReadOptions, ReadStats};
 use crate::model::Object;
@@ -61,7 +62,7 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
     };
     let previous = args.flag(&["p", "previous"]);
     let follow = args.flag(&["f", "follow"]);
-    let cfg = load_config(&args)?;
+    let cfg = config_file::load(&args, Access::Read)?;
     // Reading only: no directory is created (a typo in --state-dir creates nothing).
     let mut store = Store::open_read_only(&cfg);
     let pod = match store.get(Kind::Pod, &ns, &name) {

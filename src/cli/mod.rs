@@ -1,5 +1,5 @@
 //! The `tinylet` subcommands. Each lives in its own file; this file only dispatches and
-//! owns what they share: error/exit-code conventions and config loading.
+//! owns what they share: error/exit-code conventions (config loading: [`config_file`]).
 //!
 //! Exit codes: 0 success, 1 the operation failed, 2 usage error (bad arguments or bad
 //! input file), 3 the named object does not exist.
@@ -7,24 +7,25 @@
 pub mod apply;
 pub mod args;
 pub mod check_config;
+pub mod config_file;
 pub mod cri;
 pub mod damaged;
 pub mod delete;
+pub mod describe;
 pub mod exec;
 pub mod exec_stream;
 pub mod exec_tty;
 pub mod get;
 pub mod help;
 pub mod logs;
+pub mod manifest_files;
 pub mod output;
 pub mod pod_summary;
 pub mod run;
+pub mod tabbed;
 pub mod table;
 pub mod terminating;
-
-use crate::config::{Config, DEFAULT_CONFIG_PATH};
-use args::Args;
-use std::path::PathBuf;
+pub mod watch;
 
 /// An error to print on stderr, with the exit code it maps to.
 #[derive(Debug)]
@@ -50,6 +51,13 @@ impl CliError {
             msg: msg.into(),
         }
     }
+    /// Exit code `code`, its messages printed already.
+    pub fn said(code: i32) -> Self {
+        CliError {
+            code,
+            msg: String::new(),
+        }
+    }
     /// The object named does not exist (exit code 3).
     pub fn not_found(msg: impl Into<String>) -> Self {
         CliError {
@@ -69,7 +77,7 @@ use help::USAGE;
 /// Every subcommand's `run` is `#[inline(never)]`: inlined here, their locals (the
 /// futures they block on are large) made this one frame 360 KB, and the stack probe
 /// touches every page of a frame on entry, so even `tinylet run` kept 360 KB of
-/// untouched-since stack resident for its whole life (measured 2026-12-05).
+/// untouched-since stack resident for its whole life.
 pub fn main(args: Vec<String>) -> i32 {
     let Some((cmd, rest)) = args.split_first() else {
         eprint!("{USAGE}");
@@ -102,6 +110,7 @@ pub fn main(args: Vec<String>) -> i32 {
         "apply" => apply::run(rest),
         "delete" => delete::run(rest),
         "get" => get::run(rest),
+        "describe" => describe::run(rest),
         "logs" => logs::run(rest),
         "help" | "--help" | "-h" => match rest.first() {
             None => {
@@ -121,7 +130,9 @@ pub fn main(args: Vec<String>) -> i32 {
     match result {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("error: {}", e.msg);
+            if !e.msg.is_empty() {
+                eprintln!("error: {}", e.msg);
+            }
             e.code
         }
     }
@@ -140,26 +151,4 @@ pub fn init_logging(default_level: &str) {
             writeln!(buf, "[{now} {level:<5} {target}] {}", r.args())
         })
         .try_init();
-}
-
-/// Loads the config named by `--config` (or the default path, where a missing file means
-/// defaults, said on stderr: an empty world must not look like a real one) and applies
-/// `--state-dir`.
-pub fn load_config(args: &Args) -> Result<Config, CliError> {
-    let explicit = args.value(&["config"]);
-    let path = PathBuf::from(explicit.unwrap_or(DEFAULT_CONFIG_PATH));
-    if explicit.is_none() && !path.exists() {
-        eprintln!(
-            "warning: {DEFAULT_CONFIG_PATH} does not exist; using the built-in defaults \
-             (give --config FILE)"
-        );
-    }
-    let mut cfg =
-        Config::load_or_default(&path, explicit.is_some()).map_err(|e| CliError::usage(e.0))?;
-    if let Some(dir) = args.value(&["state-dir"]) {
-        cfg.state_dir = PathBuf::from(dir);
-        cfg.validate()
-            .map_err(|e| CliError::usage(format!("--state-dir: {}", e.0)))?;
-    }
-    Ok(cfg)
 }

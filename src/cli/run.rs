@@ -7,7 +7,8 @@
 //! runtime, and the next start adopts them without restarting anything.
 
 use super::args::Args;
-use super::{init_logging, load_config, CliError, GLOBAL_VALUE_OPTS};
+use super::config_file::{self, Access};
+use super::{init_logging, CliError, GLOBAL_VALUE_OPTS};
 use crate::agent::context::Context;
 use crate::agent::host::HostFacts;
 use crate::agent::sync_loop::SyncLoop;
@@ -26,21 +27,33 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
     // The agent never runs on defaults it was not given: they name no real runtime or
     // state directory of this device.
     let default = std::path::Path::new(crate::config::DEFAULT_CONFIG_PATH);
-    if args.value(&["config"]).is_none() && !default.exists() {
+    if !config_file::given(&args) && !default.exists() {
         return Err(CliError::usage(format!(
             "{} does not exist: write one (see board-configs/) or give --config FILE",
             default.display()
         )));
     }
-    let cfg = load_config(&args)?;
+    let cfg = config_file::load(&args, Access::Write)?;
     init_logging(&cfg.log_level);
     // Held until the process ends: a second agent here would remove our pods as orphans.
     let _lock = crate::store::agent_lock::acquire(&cfg.state_dir)
         .map_err(|e| CliError::failed(e.to_string()))?;
-    let store = Store::open(&cfg).map_err(|e| CliError::failed(format!("state directory: {e}")))?;
+    #[cfg_attr(not(feature = "uplink"), allow(unused_mut))]
+    let mut store =
+        Store::open(&cfg).map_err(|e| CliError::failed(format!("state directory: {e}")))?;
+    #[cfg(feature = "uplink")]
+    if cfg.api_server.as_ref().is_some_and(|a| !a.cache_secrets) {
+        let removed = store
+            .keep_cluster_secrets_in_memory()
+            .map_err(|e| CliError::failed(format!("state directory: {e}")))?;
+        log::info!(
+            "apiServer.cacheSecrets is false: the cluster's secrets are held in memory only \
+             ({removed} cached before removed)"
+        );
+    }
     let cri = CriClient::from_config(&cfg)
         .map_err(|e| CliError::usage(format!("runtimeEndpoint: {e}")))?;
-    let host = HostFacts::detect(&cfg);
+    let host = HostFacts::detect(&cfg).map_err(CliError::failed)?;
     log::info!(
         "tinylet {} starting: node {}, host IP {}, runtime {}, state {}",
         env!("CARGO_PKG_VERSION"),
@@ -59,10 +72,12 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
         Ok(Some(warning)) => log::warn!("{warning}"),
         Err(e) => return Err(CliError::failed(e.to_string())),
     }
-    let cgroups = crate::node::PodCgroups::setup(&cfg, &host.capacity);
+    let cgroups = crate::node::PodCgroups::setup(&cfg, &host.capacity).map_err(CliError::failed)?;
+    let events = events_recorder(&cfg);
     let ctx = Rc::new(Context {
         cgroups,
         pressure: Default::default(),
+        node_labels: Default::default(),
         cfg,
         cri,
         store: RefCell::new(store),
@@ -71,22 +86,35 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
         silent_registries: Default::default(),
         #[cfg(feature = "uplink")]
         tokens: Default::default(),
+        events,
         #[cfg(feature = "uplink")]
-        events: Default::default(),
+        services: Default::default(),
+        #[cfg(feature = "uplink")]
+        claims: Default::default(),
     });
     #[cfg(feature = "uplink")]
     let uplink = crate::uplink::agent::new(&ctx)
         .map_err(|e| CliError::failed(format!("apiServer.kubeconfig: {e}")))?;
     #[cfg(feature = "uplink")]
     if let Some(u) = &uplink {
-        crate::kubelet_api::start(u)
+        let parts = crate::kubelet_api::Parts {
+            ctx: ctx.clone(),
+            port: u.kubelet_port.clone(),
+            counters: u.kubelet_api_bytes.clone(),
+            authz: Box::new(crate::uplink::authz::Authorizer::new(u.clone())),
+        };
+        crate::kubelet_api::start(parts, u.clone())
             .map_err(|e| CliError::failed(format!("kubelet API (apiServer): {e}")))?;
     }
+    crate::agent::events::socket::start(&ctx.cfg.state_dir, ctx.clone(), |c| &c.events);
     if let Ok(Some(addr)) = ctx.cfg.status_socket_address() {
         let src = crate::server::Sources {
             ctx: ctx.clone(),
             #[cfg(feature = "uplink")]
-            uplink: uplink.clone(),
+            links: uplink.as_ref().map(|u| crate::server::Links {
+                uplink: u.client.shared_counters(),
+                kubelet_api: u.kubelet_api_bytes.clone(),
+            }),
         };
         crate::server::start(addr, src);
     }
@@ -99,10 +127,22 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
             crate::uplink::tasks::start(u);
         }
         // The start's code (and a rare event's) is not kept mapped: see code_pages.
-        crate::rt::spawn(crate::code_pages::trim_periodically()).detach();
+        if ctx.cfg.code_page_trim {
+            crate::rt::spawn(crate::code_pages::trim_periodically()).detach();
+        }
         SyncLoop::new(ctx).run().await;
     }));
     Ok(())
+}
+
+/// The pod events' recorder: sending to the cluster the node joined, if any.
+fn events_recorder(cfg: &crate::config::Config) -> crate::agent::events::Recorder {
+    #[cfg(feature = "uplink")]
+    if cfg.api_server.is_some() {
+        return crate::agent::events::Recorder::sending();
+    }
+    let _ = cfg;
+    Default::default()
 }
 
 /// Calls Version until the runtime answers, backing off from 500 ms to 30 s.
@@ -126,5 +166,52 @@ async fn wait_for_runtime(ctx: &Context) {
                 delay = (delay * 2).min(Duration::from_secs(30));
             }
         }
+    }
+}
+
+/// The kubelet API's authorization, answered by the uplink's SubjectAccessReviews.
+#[cfg(feature = "uplink")]
+impl crate::kubelet_api::Authorize for crate::uplink::authz::Authorizer {
+    fn allowed<'a>(
+        &'a self,
+        user: &'a crate::kubelet_api::User,
+        attrs: &'a crate::kubelet_api::Attributes,
+    ) -> crate::kubelet_api::Decision<'a> {
+        let question = crate::uplink::authz::Question {
+            user: user.name.clone(),
+            groups: user.groups.clone(),
+            verb: attrs.verb,
+            subresource: attrs.subresource,
+        };
+        Box::pin(async move { Ok(self.ask(&question).await?) })
+    }
+}
+
+/// The kubelet API's serving certificate, signed by the cluster through the uplink's
+/// CertificateSigningRequests.
+#[cfg(feature = "uplink")]
+impl crate::kubelet_api::Sign for crate::uplink::agent::Uplink {
+    fn serving_pem(&self) -> crate::kubelet_api::Signing<'_, crate::tls::server::Pem> {
+        Box::pin(async move {
+            let value = crate::uplink::csr::serving_pem(self).await;
+            let from = self
+                .ctx
+                .cfg
+                .state_dir
+                .join("pki")
+                .join(crate::uplink::csr::FILE);
+            crate::tls::kubeconfig::Sourced {
+                value,
+                from: from.display().to_string(),
+            }
+        })
+    }
+
+    fn renew(
+        &self,
+        serving: std::sync::Arc<crate::tls::server::ServingCert>,
+        pem: Vec<u8>,
+    ) -> crate::kubelet_api::Signing<'_, ()> {
+        Box::pin(crate::uplink::csr::rotate(self, serving, pem))
     }
 }

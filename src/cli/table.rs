@@ -22,6 +22,11 @@ impl Table {
         self.rows.push(cells);
     }
 
+    /// The rows under the header.
+    pub fn rows(&self) -> &[Vec<String>] {
+        self.rows.get(1..).unwrap_or_default()
+    }
+
     /// The table as lines ending in `\n`, without trailing spaces.
     pub fn render(&self) -> String {
         let cols = self.rows.iter().map(Vec::len).max().unwrap_or(0);

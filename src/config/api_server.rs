@@ -22,10 +22,7 @@ pub struct ApiServerConfig {
     pub node_labels: std::collections::BTreeMap<String, String>,
     /// Taints the Node is registered with.
     pub register_with_taints: Vec<Taint>,
-    /// kubelet's `maxPods`: the `pods` capacity the Node advertises, so the scheduler
-    /// places at most this many pods here.
-    pub max_pods: u32,
-    /// The node Lease's duration; it is renewed every quarter of it.
+    /// The node Lease's duration; it is renewed every half of it.
     pub node_lease_duration_seconds: u32,
     /// How often the node's status is computed (and sent when it changed).
     #[serde(with = "duration")]
@@ -55,12 +52,24 @@ pub struct ApiServerConfig {
     /// Long-lived requests open at once (exec, attach and port-forward streams, followed
     /// logs); one more is answered 429.
     pub max_streams: u32,
+    /// Tell pods the API server's address from the node's kubeconfig as
+    /// `KUBERNETES_SERVICE_HOST`/`_PORT` (and the master service's link variables)
+    /// instead of the `kubernetes` Service's cluster IP: for gateways that run no
+    /// service proxy, where the cluster IP leads nowhere. Off by default (kubelet's
+    /// behaviour, which the conformance suite checks).
+    pub kubernetes_service_from_kubeconfig: bool,
+    /// Keep the cluster's secrets the pods reference in the state directory (0600), so
+    /// the pods start with them after a reboot without the uplink (the default on a
+    /// gateway); false holds them in memory only, as kubelet does: nothing secret rests
+    /// on the flash if the device is stolen, but after an offline reboot a pod that needs
+    /// a secret waits for the uplink.
+    pub cache_secrets: bool,
 }
 
 /// The most `maxStreams` may be. Streams are counted apart from the kubelet API's
 /// connection bound (`kubelet_api::MAX_CONNECTIONS`, which short requests keep), so
 /// this only bounds memory: an open stream costs the agent a few KiB while quiet and at
-/// most two relay chunks plus TLS records while it moves (README, "Measured"); 32 of
+/// most two relay chunks plus TLS records while it moves (docs/measurements.md); 32 of
 /// them stay within the 4 MiB target's headroom.
 pub const MAX_STREAMS_LIMIT: u32 = 32;
 
@@ -103,7 +112,6 @@ impl Default for ApiServerConfig {
             node_name: String::new(),
             node_labels: Default::default(),
             register_with_taints: Vec::new(),
-            max_pods: 110,
             node_lease_duration_seconds: 40,
             node_status_update_frequency: Duration::from_secs(10),
             node_status_report_frequency: Duration::from_secs(300),
@@ -115,6 +123,8 @@ impl Default for ApiServerConfig {
             authentication: Authentication::default(),
             streaming_connection_idle_timeout: Duration::from_secs(4 * 3600),
             max_streams: 8,
+            kubernetes_service_from_kubeconfig: false,
+            cache_secrets: true,
         }
     }
 }
@@ -201,9 +211,6 @@ impl ApiServerConfig {
             }
         }
         self.validate_kubelet_api()?;
-        if self.max_pods == 0 {
-            return err("maxPods", "must be at least 1".into());
-        }
         if self.node_lease_duration_seconds == 0 {
             return err("nodeLeaseDurationSeconds", "must be at least 1".into());
         }
@@ -339,7 +346,6 @@ mod tests {
         let c = c.unwrap();
         let api = c.api_server.as_ref().unwrap();
         assert_eq!(api.node_lease_duration_seconds, 40);
-        assert_eq!(api.max_pods, 110);
         assert_eq!(api.node_status_update_frequency, Duration::from_secs(10));
         assert_eq!(api.node_status_report_frequency, Duration::from_secs(300));
         assert_eq!(
@@ -378,7 +384,6 @@ mod tests {
                 r#"{"kubeconfig":"/k","nodeLabels":{"node-restriction.kubernetes.io/a":"b"}}"#,
                 "NodeRestriction refuses",
             ),
-            (r#"{"kubeconfig":"/k","maxPods":0}"#, "apiServer.maxPods"),
             (
                 r#"{"kubeconfig":"/k","registerWithTaints":[{"key":"k","effect":"Sometimes"}]}"#,
                 "registerWithTaints[0].effect",

@@ -118,6 +118,27 @@ pub fn format_duration(d: Duration) -> String {
     out
 }
 
+/// A byte count for people, in binary units with one decimal (`512 B`, `1.5 KiB`,
+/// `23.5 GiB`): log lines read better than `25276194816 bytes`.
+pub fn format_size(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut unit = 1024u128;
+    let mut name = UNITS[0];
+    for next in &UNITS[1..] {
+        if u128::from(bytes) < unit * 1024 {
+            break;
+        }
+        unit *= 1024;
+        name = next;
+    }
+    // Tenths, rounded half up, in integers (no float formatting for one decimal).
+    let tenths = (u128::from(bytes) * 10 + unit / 2) / unit;
+    format!("{}.{} {name}", tenths / 10, tenths % 10)
+}
+
 /// Parses a byte size: a Kubernetes quantity (`"10Mi"`, `"1G"`, `"1e3"`, or a plain
 /// number of bytes) that is a whole, non-negative number of bytes.
 pub fn parse_size(s: &str) -> Result<u64, BadSize> {
@@ -179,6 +200,16 @@ pub(super) mod bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_for_people() {
+        assert_eq!(format_size(0), "0 B");
+        assert_eq!(format_size(1023), "1023 B");
+        assert_eq!(format_size(1536), "1.5 KiB");
+        assert_eq!(format_size(25_276_194_816), "23.5 GiB");
+        assert_eq!(format_size(10 << 20), "10.0 MiB");
+        assert_eq!(format_size(u64::MAX), "16384.0 PiB");
+    }
 
     #[test]
     fn durations_and_sizes() {

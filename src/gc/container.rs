@@ -10,7 +10,7 @@
 use super::container_policy::{self, Victim};
 use super::error::GcError;
 use super::leftovers::{self, LeftoverReport};
-use crate::config::Config;
+use crate::config::{format_size, Config};
 use crate::cri::{pb, CriError, RuntimeClient};
 use crate::kuberuntime::termination;
 use std::collections::HashSet;
@@ -195,10 +195,10 @@ fn log_outcome(r: &ContainerGcReport) {
         return;
     }
     log::info!(
-        "container GC: removed {} containers, {} sandboxes, {} pod directories; {} bytes freed",
+        "container GC: removed {} containers, {} sandboxes, {} pod directories; {} freed",
         r.removed_containers.len(),
         r.removed_sandboxes.len(),
         l.removed.len(),
-        r.log_bytes_freed + l.bytes_freed
+        format_size(r.log_bytes_freed + l.bytes_freed)
     );
 }

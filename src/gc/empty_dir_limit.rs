@@ -7,6 +7,7 @@
 //! pass never blocks the agent's thread for long. Memory emptyDirs are bounded by their
 //! tmpfs size instead and are not measured.
 
+use crate::config::format_size;
 use crate::kuberuntime::tmpfs::EMPTY_DIR_PLUGIN;
 use crate::model::pod::StorageMedium;
 use crate::model::Pod;
@@ -51,11 +52,13 @@ impl SizeLimits {
                 let key = (uid.clone(), v.name.clone());
                 if !self.over.contains(&key) {
                     log::warn!(
-                        "pod {}/{}: emptyDir {:?} uses {used} bytes, over its sizeLimit {} ({limit} bytes); kubelet would evict the pod, tinylet only warns",
+                        "pod {}/{}: emptyDir {:?} uses {}, over its sizeLimit {} ({}); kubelet would evict the pod, tinylet only warns",
                         pod.metadata.namespace,
                         pod.metadata.name,
                         v.name,
-                        ed.size_limit.as_ref().map_or("", |q| q.as_str())
+                        format_size(used),
+                        ed.size_limit.as_ref().map_or("", |q| q.as_str()),
+                        format_size(limit.unsigned_abs())
                     );
                     newly.push(key.clone());
                 }

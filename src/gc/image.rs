@@ -14,7 +14,7 @@
 use super::image_policy::{self, Candidate, Trigger, Usage};
 use super::image_records::{self, ImageRecords};
 use super::image_ref::ImageIndex;
-use crate::config::{Config, ImageGcConfig};
+use crate::config::{format_size, Config, ImageGcConfig};
 use crate::cri::{CriClient, CriError};
 use crate::store::atomic;
 use std::collections::HashSet;
@@ -133,16 +133,17 @@ impl ImageGc {
         };
         if trigger == Trigger::DiskPressure {
             log::info!(
-                "image filesystem uses {} of {} bytes, node under disk pressure: \
+                "image filesystem uses {} of {}, node under disk pressure: \
                  freeing every unused image",
-                usage.used,
-                usage.capacity
+                format_size(usage.used),
+                format_size(usage.capacity)
             );
         } else {
             log::info!(
-                "image filesystem uses {} of {} bytes ({trigger:?}): freeing {to_free} bytes",
-                usage.used,
-                usage.capacity
+                "image filesystem uses {} of {} ({trigger:?}): freeing {}",
+                format_size(usage.used),
+                format_size(usage.capacity),
+                format_size(to_free)
             );
         }
         let refs = desired_images
@@ -181,7 +182,7 @@ impl ImageGc {
             }
             match cri.image.remove_image(c.id).await {
                 Ok(()) => {
-                    log::info!("removed image {} ({} bytes)", c.id, c.size);
+                    log::info!("removed image {} ({})", c.id, format_size(c.size));
                     report.bytes_freed += c.size;
                     report.removed.push((c.id.to_string(), c.size));
                 }
@@ -254,15 +255,16 @@ impl ImageGc {
 
 fn log_outcome(r: &ImageGcReport, to_free: u64, trigger: Trigger) {
     log::info!(
-        "image GC: removed {} images, {} bytes freed",
+        "image GC: removed {} images, {} freed",
         r.removed.len(),
-        r.bytes_freed
+        format_size(r.bytes_freed)
     );
     if r.bytes_freed < to_free && trigger != Trigger::DiskPressure {
         log::warn!(
-            "image GC: wanted to free {to_free} bytes but freed {} ({} removals failed); \
+            "image GC: wanted to free {} but freed {} ({} removals failed); \
              everything else is in use, needed by a desired pod, pinned or younger than minAge",
-            r.bytes_freed,
+            format_size(to_free),
+            format_size(r.bytes_freed),
             r.failed.len()
         );
     }

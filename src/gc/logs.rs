@@ -140,9 +140,9 @@ impl LogRotator {
         }
         if !report.removed.is_empty() {
             log::info!(
-                "removed {} old container log files, {} bytes freed",
+                "removed {} old container log files, {} freed",
                 report.removed.len(),
-                report.bytes_removed
+                crate::config::format_size(report.bytes_removed)
             );
         }
         Ok(report)

@@ -7,12 +7,13 @@
 //!
 //! Read with `crate::logs` (as `tinylet logs`), a bounded piece at a time.
 
+use super::lookup;
 use crate::config::Config;
+use crate::http;
+use crate::http::query::{boolean, decode, number, Refused};
 use crate::logs::files;
 use crate::logs::read::{LogStream, ReadOptions, Step, FOLLOW_POLL};
-use crate::model::Object;
-use crate::server::http::{self, Answer};
-use crate::store::{Kind, Store};
+use crate::store::Store;
 use async_io::Timer;
 use smol::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use std::path::PathBuf;
@@ -26,28 +27,20 @@ pub const WRITE_WAIT: Duration = Duration::from_secs(30);
 /// What is asked: the container and kubelet's `PodLogOptions`.
 #[derive(Debug, Default)]
 pub struct LogRequest {
-    ns: String,
-    pod: String,
-    container: String,
-    follow: bool,
-    previous: bool,
-    limit_bytes: Option<u64>,
-    read: ReadOptions,
-}
-
-/// A request that cannot be served: the status and kubelet-like message.
-#[derive(Debug, PartialEq)]
-pub struct Refused(pub u16, pub String);
-
-impl Refused {
-    fn bad(msg: String) -> Refused {
-        Refused(400, msg)
-    }
-
-    /// As an answer.
-    pub fn answer(&self) -> Answer {
-        Answer::text(self.0, &format!("{}\n", self.1))
-    }
+    /// The pod's namespace.
+    pub ns: String,
+    /// The pod's name.
+    pub pod: String,
+    /// The container.
+    pub container: String,
+    /// `follow`: lines as they are written, until the container is gone.
+    pub follow: bool,
+    /// `previous`: the instance before the current one.
+    pub previous: bool,
+    /// `limitBytes`.
+    pub limit_bytes: Option<u64>,
+    /// `tailLines`, `timestamps`, `sinceSeconds` / `sinceTime`.
+    pub read: ReadOptions,
 }
 
 impl LogRequest {
@@ -80,7 +73,9 @@ impl LogRequest {
                 "follow" => r.follow = boolean(k, &v)?,
                 "previous" => r.previous = boolean(k, &v)?,
                 "timestamps" => r.read.timestamps = boolean(k, &v)?,
-                "tailLines" => r.read.tail = Some(number(k, &v, 0)? as usize),
+                "tailLines" => {
+                    r.read.tail = Some(number(k, &v, 0)?.try_into().unwrap_or(usize::MAX))
+                }
                 "limitBytes" => r.limit_bytes = Some(number(k, &v, 1)?),
                 "sinceSeconds" => since_seconds = Some(number(k, &v, 1)?),
                 "sinceTime" => {
@@ -111,27 +106,8 @@ impl LogRequest {
     /// The files to read, from the pod in the store and its log directory.
     fn files(&self, cfg: &Config) -> Result<(PathBuf, u32, Vec<PathBuf>), Refused> {
         let (ns, name, c) = (&self.ns, &self.pod, &self.container);
-        let store = &mut Store::open_read_only(cfg);
-        let pod = match store.get(Kind::Pod, ns, name) {
-            Ok(Some(e)) => match e.object {
-                Object::Pod(p) => p,
-                _ => return Err(Refused(404, format!("pod {ns}/{name} not found"))),
-            },
-            Ok(None) => return Err(Refused(404, format!("pod {ns}/{name} not found"))),
-            Err(e) => return Err(Refused(500, e.to_string())),
-        };
-        let spec = &pod.spec;
-        let known = spec
-            .containers
-            .iter()
-            .chain(&spec.init_containers)
-            .any(|x| &x.name == c);
-        if !known {
-            return Err(Refused(
-                404,
-                format!("container {c:?} not found in pod {name:?}"),
-            ));
-        }
+        let pod = lookup::pod(cfg, ns, name)?;
+        lookup::container(&pod, name, c)?;
         let dir = cfg
             .pod_logs_dir
             .join(format!("{ns}_{name}_{}", pod.metadata.uid))
@@ -242,52 +218,6 @@ pub async fn timed(
         ))
     };
     smol::future::or(write, late).await
-}
-
-/// Go's `strconv.ParseBool`, as kubelet reads the query.
-pub(super) fn boolean(key: &str, v: &str) -> Result<bool, Refused> {
-    match v {
-        "1" | "t" | "T" | "true" | "TRUE" | "True" | "" => Ok(true),
-        "0" | "f" | "F" | "false" | "FALSE" | "False" => Ok(false),
-        _ => Err(Refused::bad(format!(
-            "{key}: expected true or false, got {v:?}"
-        ))),
-    }
-}
-
-/// A whole number of at least `min`.
-fn number(key: &str, v: &str, min: u64) -> Result<u64, Refused> {
-    match v.parse::<u64>() {
-        Ok(n) if n >= min => Ok(n),
-        _ => Err(Refused::bad(format!(
-            "{key}: expected a whole number of at least {min}, got {v:?}"
-        ))),
-    }
-}
-
-/// Percent-decoding of a path segment or query value (`+` is a space in a query, but
-/// kubelet's values never hold one; it is kept, so a `sinceTime` offset survives).
-pub(super) fn decode(s: &str) -> Result<String, Refused> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while let Some(&c) = b.get(i) {
-        if c == b'%' {
-            let hex = b
-                .get(i + 1..i + 3)
-                .and_then(|h| std::str::from_utf8(h).ok());
-            let byte = hex.and_then(|h| u8::from_str_radix(h, 16).ok());
-            let Some(byte) = byte else {
-                return Err(Refused::bad(format!("bad percent-encoding in {s:?}")));
-            };
-            out.push(byte);
-            i += 3;
-        } else {
-            out.push(c);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).map_err(|_| Refused::bad(format!("{s:?} is not UTF-8")))
 }
 
 #[cfg(test)]

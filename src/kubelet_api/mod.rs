@@ -1,57 +1,69 @@
 //! The kubelet API on `apiServer.port` (10250) when the node has joined a cluster, so
-//! the API server can proxy to it (`kubectl logs`): HTTPS with TLS 1.3 ([`tls`]), one
-//! request per connection, the HTTP/1.1 code and connection bounds of the local status
-//! endpoint (`crate::server`).
+//! the API server can proxy to it (`kubectl logs`): HTTPS with TLS 1.3 (`crate::tls::server`), one
+//! request per connection, the HTTP/1.1 code and connection bounds it shares with the
+//! local status endpoint (`crate::http`).
 //!
 //! Every request is authenticated and authorized as kubelet does with anonymous auth
-//! off and webhook authorization: the client certificate's CN and O ([`auth`]), a
-//! `SubjectAccessReview` for `nodes/<subresource>` ([`authz`], cached). No certificate:
-//! 401; denied: 403; the API server unreachable: 500. Served: `/containerLogs/...`
+//! off and webhook authorization: the client certificate's CN and O ([`auth`]), then an
+//! [`Authorize`] asked about `nodes/<subresource>` (the agent's is a cached
+//! `SubjectAccessReview` through the uplink). No certificate: 401; denied: 403; the API
+//! server unreachable: 500. Served: `/containerLogs/...`
 //! ([`container_logs`]), `/exec`, `/attach` and `/portForward` relayed to the runtime's
 //! streaming server ([`stream`], [`relay`]), `/healthz` and `/pods` as on the local
 //! endpoint, kubelet's `/metrics/resource` (node and container CPU and memory).
 //!
-//! Bounded: at most [`MAX_CONNECTIONS`] connections in setup or a short answer (the
-//! oldest is closed for a new one), plus at most `apiServer.maxStreams` authorized
-//! long-lived ones (streams, followed logs: [`slots`], never closed for a newcomer); a request
-//! head of `server::MAX_HEAD`, [`SETUP_DEADLINE`] from accept to an authorized request
-//! (TLS handshake, head, review), then each write at most `WRITE_WAIT`. While nobody
-//! connects it costs nothing: the accept waits in the reactor. Connections authorized
-//! and refused (handshake failed, 401, 403) are counted for the status endpoint's
+//! Bounded (`crate::http::accept`): at most [`MAX_UNTRUSTED`] connections not yet
+//! authenticated (in the TLS handshake, or without a client certificate), at most
+//! [`MAX_PER_PEER`] of them from one address, which never close an authenticated one;
+//! at most [`MAX_CONNECTIONS`] authenticated ones in a short request, plus at most
+//! `apiServer.maxStreams` authorized long-lived ones (streams, followed logs:
+//! [`slots`], never closed for a newcomer). The handshake is bounded in time and in the
+//! thread's CPU ([`handshake`]); then a request head of [`http::MAX_HEAD`],
+//! [`SETUP_DEADLINE`] from accept to an authorized request (handshake, head, review),
+//! then each write at most `WRITE_WAIT`. While nobody connects it costs nothing: the
+//! accept waits in the reactor. Connections authorized and refused (handshake failed or
+//! too slow, 401, 403, closed for a newcomer) are counted for the status endpoint's
 //! `/metrics`.
 
 mod auth;
-mod authz;
 mod container_logs;
-mod csr;
-mod csr_der;
+mod handshake;
+mod lookup;
 mod relay;
+mod serving;
 mod slots;
 mod stream;
-mod tls;
+
+pub use auth::{Attributes, Authorize, AuthorizeError, Decision, User};
+pub use container_logs::LogRequest;
+pub use serving::{Sign, Signing};
+pub use stream::{StreamKind, StreamRequest};
 
 use crate::agent::context::Context;
+use crate::http::accept::{accept_bounded, Limits, Ticket};
+use crate::http::{self, Answer, Head};
 use crate::metrics::Refused;
-use crate::server::http::{self, Answer, Head};
-use crate::server::Evictable;
-use crate::uplink::agent::Uplink;
-use crate::uplink::counters::Counters;
-use crate::uplink::kubeconfig::{self, Sourced};
-use crate::uplink::tls_io::TlsStream;
-use crate::uplink::SetupError;
+use crate::tls::counters::Counters;
+use crate::tls::kubeconfig;
+use crate::tls::server::{self as tls, TlsConn};
+use crate::tls::SetupError;
 use async_io::{Async, Timer};
-use auth::{Attributes, User};
-use rustls::{ServerConfig, ServerConnection};
+use rustls::ServerConfig;
 use smol::io::AsyncWriteExt;
+use std::cell::Cell;
 use std::net::{TcpListener, TcpStream};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
-use tls::TlsConn;
 
-/// Connections served at once besides the long-lived ones ([`slots`]); the oldest is
-/// closed for a new one past this.
+/// Authenticated connections served at once besides the long-lived ones ([`slots`]);
+/// the oldest is closed for a new one past this.
 pub const MAX_CONNECTIONS: usize = 16;
+/// Connections not yet authenticated at once; past it one of the peer holding most is
+/// closed for a newcomer.
+pub const MAX_UNTRUSTED: usize = 32;
+/// Connections not yet authenticated from one address (an IPv6 /64) at once.
+pub const MAX_PER_PEER: usize = 8;
 /// What is read and dropped after an answer, at most, before closing.
 const LINGER_BYTES: usize = 64 << 10;
 /// How long the client may take to close after the answer.
@@ -63,12 +75,15 @@ pub const SETUP_DEADLINE: Duration = Duration::from_secs(15);
 struct KubeletApi {
     ctx: Rc<Context>,
     tls: Arc<ServerConfig>,
-    authz: authz::Authorizer,
+    /// Who decides whether a request may be served.
+    authz: Box<dyn Authorize>,
     /// TLS bytes of the kubelet API (not the uplink's).
     counters: Rc<Counters>,
     /// Long-lived requests open now: exec, attach and port-forward streams, followed
     /// logs ([`slots`]).
     streams: std::cell::Cell<usize>,
+    /// The thread time TLS handshakes may take.
+    handshakes: handshake::CpuShare,
 }
 
 impl KubeletApi {
@@ -82,13 +97,25 @@ impl KubeletApi {
     }
 }
 
+/// What the kubelet API serves from and reports to.
+pub struct Parts {
+    /// The agent's shared state: config, CRI client, store.
+    pub ctx: Rc<Context>,
+    /// Where the port it serves on is recorded (for the Node's status).
+    pub port: Rc<Cell<u16>>,
+    /// Its TLS bytes, all its connections (for the status endpoint's `/metrics`).
+    pub counters: Rc<Counters>,
+    /// Who decides whether a request may be served.
+    pub authz: Box<dyn Authorize>,
+}
+
 /// Serves the kubelet API when `apiServer` names a port and a certificate (files, or
-/// `serverTLSBootstrap`: then once the cluster has signed one), and records its port for
-/// the Node's status. Unusable certificate or CA files are an error (the agent refuses
-/// to start, naming the file); a port that cannot be bound is logged and the agent goes
-/// on without the API (the pods matter more).
-pub fn start(up: &Rc<Uplink>) -> Result<(), SetupError> {
-    let Some(api) = &up.ctx.cfg.api_server else {
+/// `serverTLSBootstrap`: then once `signer` has had the cluster sign one), and records
+/// its port in `parts.port`. Unusable certificate or CA files are an error (the agent
+/// refuses to start, naming the file); a port that cannot be bound is logged and the
+/// agent goes on without the API (the pods matter more).
+pub fn start(parts: Parts, signer: Rc<dyn Sign>) -> Result<(), SetupError> {
+    let Some(api) = &parts.ctx.cfg.api_server else {
         return Ok(());
     };
     let Some(addr) = api.kubelet_api_address() else {
@@ -104,24 +131,18 @@ pub fn start(up: &Rc<Uplink>) -> Result<(), SetupError> {
     if !api.tls_cert_file.as_os_str().is_empty() {
         let (cert, key) = tls::files(api)?;
         let (config, _) = tls::server_config(api, &kc, &cert, &key)?;
-        listen(up, addr, config);
+        listen(parts, addr, config);
         return Ok(());
     }
-    let up = up.clone();
     let bootstrap = async move {
-        let pem = csr::serving_pem(&up).await;
-        let from = up.ctx.cfg.state_dir.join("pki").join(csr::FILE);
-        let sourced = Sourced {
-            value: pem,
-            from: from.display().to_string(),
-        };
-        let Some(api) = &up.ctx.cfg.api_server else {
+        let sourced = signer.serving_pem().await;
+        let Some(api) = &parts.ctx.cfg.api_server else {
             return;
         };
         match tls::server_config(api, &kc, &sourced, &sourced) {
             Ok((config, serving)) => {
-                listen(&up, addr, config);
-                csr::rotate(up, serving, sourced.value).await;
+                listen(parts, addr, config);
+                signer.renew(serving, sourced.value).await;
             }
             Err(e) => log::error!("kubelet API: the signed certificate: {e}; no kubelet API"),
         }
@@ -131,7 +152,7 @@ pub fn start(up: &Rc<Uplink>) -> Result<(), SetupError> {
 }
 
 /// Binds `addr` and serves it on the executor.
-fn listen(up: &Rc<Uplink>, addr: std::net::SocketAddr, tls: Arc<ServerConfig>) {
+fn listen(parts: Parts, addr: std::net::SocketAddr, tls: Arc<ServerConfig>) {
     let listener = match TcpListener::bind(addr).and_then(Async::new) {
         Ok(l) => l,
         Err(e) => {
@@ -139,32 +160,48 @@ fn listen(up: &Rc<Uplink>, addr: std::net::SocketAddr, tls: Arc<ServerConfig>) {
             return;
         }
     };
-    up.kubelet_port.set(addr.port());
+    parts.port.set(addr.port());
     log::info!(
         "kubelet API on https://{addr}/ (containerLogs, exec, attach, portForward, healthz, \
          pods, metrics/resource)"
     );
     let shared = Rc::new(KubeletApi {
-        ctx: up.ctx.clone(),
+        ctx: parts.ctx,
         tls,
-        authz: authz::Authorizer::new(up.clone()),
-        counters: up.kubelet_api_bytes.clone(),
+        authz: parts.authz,
+        counters: parts.counters,
         streams: Default::default(),
+        handshakes: handshake::CpuShare::new(
+            handshake::HANDSHAKE_SHARE,
+            handshake::HANDSHAKE_BURST,
+        ),
     });
-    let accept =
-        crate::server::accept_bounded(listener, MAX_CONNECTIONS, "kubelet API", move |s, e| {
-            connection(s, e, shared.clone())
-        });
+    let limits = Limits {
+        untrusted: MAX_UNTRUSTED,
+        per_peer: MAX_PER_PEER,
+        trusted: MAX_CONNECTIONS,
+        on_evict: || crate::metrics::kubelet_api_refused(Refused::Evicted),
+    };
+    let accept = accept_bounded(listener, limits, "kubelet API", move |s, ticket| {
+        connection(s, ticket, shared.clone())
+    });
     crate::rt::spawn(accept).detach();
 }
 
 /// One connection: handshake, request, authorization, answer, close.
-async fn connection(tcp: Async<TcpStream>, evictable: Evictable, api: Rc<KubeletApi>) {
+async fn connection(tcp: Async<TcpStream>, ticket: Ticket, api: Rc<KubeletApi>) {
     let setup = async {
-        let (mut conn, user) = handshake(tcp, &api).await?;
-        let refused = match http::read_head(&mut conn, crate::server::MAX_HEAD).await {
+        let (tls, user) = handshake::handshake(tcp, &api, &ticket).await?;
+        if user.is_some() {
+            ticket.trust();
+        }
+        let mut conn = TlsConn(tls);
+        let refused = match http::read_head(&mut conn, http::MAX_HEAD).await {
             Ok(head) => match authorize(&api, user.as_ref(), &head).await {
-                None => return Some((conn, Ok(head))),
+                None => {
+                    ticket.authorized();
+                    return Some((conn, Ok(head)));
+                }
                 Some(answer) => answer,
             },
             Err(http::BadHead::Closed) => return None,
@@ -180,7 +217,7 @@ async fn connection(tcp: Async<TcpStream>, evictable: Evictable, api: Rc<Kubelet
         return;
     };
     let served = match request {
-        Ok(head) => route(&mut conn, &api, &evictable, &head).await,
+        Ok(head) => route(&mut conn, &api, &ticket, &head).await,
         Err(answer) => container_logs::timed(answer.write_to(&mut conn)).await,
     };
     if let Err(e) = served {
@@ -195,25 +232,6 @@ async fn connection(tcp: Async<TcpStream>, evictable: Evictable, api: Rc<Kubelet
         Timer::after(LINGER_WAIT).await;
     };
     smol::future::or(linger, late).await;
-}
-
-/// The TLS handshake and the client's user (`None`: no certificate).
-async fn handshake(tcp: Async<TcpStream>, api: &KubeletApi) -> Option<(TlsConn, Option<User>)> {
-    let server = ServerConnection::new(api.tls.clone()).ok()?;
-    let tls = match TlsStream::handshake(tcp, server, api.counters.clone()).await {
-        Ok(t) => t,
-        Err(e) => {
-            log::debug!("kubelet API: TLS handshake: {e}");
-            crate::metrics::kubelet_api_refused(Refused::TlsHandshake);
-            return None;
-        }
-    };
-    let user = tls
-        .connection()
-        .peer_certificates()
-        .and_then(|c| c.first())
-        .and_then(|c| User::from_certificate(c));
-    Some((TlsConn(tls), user))
 }
 
 /// `None` when `user` may make the request; else the refusal, worded as kubelet's.
@@ -252,12 +270,12 @@ async fn authorize(api: &KubeletApi, user: Option<&User>, head: &Head) -> Option
 async fn route(
     conn: &mut TlsConn,
     api: &KubeletApi,
-    evictable: &Evictable,
+    ticket: &Ticket,
     head: &Head,
 ) -> std::io::Result<()> {
     let cfg = &api.ctx.cfg;
     match stream::StreamRequest::parse(&head.path, &head.query) {
-        Some(Ok(req)) => return stream::serve(conn, api, evictable, head, req).await,
+        Some(Ok(req)) => return stream::serve(conn, api, ticket, head, req).await,
         Some(Err(refused)) => return container_logs::timed(refused.answer().write_to(conn)).await,
         None => {}
     }
@@ -267,7 +285,7 @@ async fn route(
                 .await;
         }
         return match container_logs::LogRequest::parse(rest, &head.query) {
-            Ok(req) if req.follows() => match slots::take(api, evictable) {
+            Ok(req) if req.follows() => match slots::take(api, ticket) {
                 Ok(_slot) => container_logs::serve(conn, cfg, &req).await,
                 Err(too_many) => container_logs::timed(too_many.write_to(conn)).await,
             },
@@ -276,10 +294,10 @@ async fn route(
         };
     }
     let answer = match (head.method.as_str(), head.path.as_str()) {
-        ("GET", "/healthz") => crate::server::routes::healthz(cfg),
-        ("GET", "/pods") => crate::server::pods::answer(cfg),
+        ("GET", "/healthz") => crate::answers::healthz(cfg),
+        ("GET", "/pods") => crate::answers::pods::answer(cfg),
         ("GET", "/metrics/resource") => {
-            crate::server::metrics_text::resource_answer(&api.ctx).await
+            crate::answers::resource::answer(&api.ctx.cri.runtime).await
         }
         (_, "/healthz" | "/pods" | "/metrics/resource") => {
             Answer::text(405, "only GET is served\n")

@@ -6,8 +6,8 @@
 //! it is answered 429 before anything is opened.
 
 use super::KubeletApi;
-use crate::server::http::Answer;
-use crate::server::{Evictable, Exempt};
+use crate::http::accept::{Exempt, Ticket};
+use crate::http::Answer;
 use std::cell::Cell;
 
 /// A long-lived request counted while it lives, its connection out of the accept
@@ -23,8 +23,8 @@ impl Drop for Slot<'_> {
     }
 }
 
-/// A slot for the connection `evictable`, or the 429 answer when `maxStreams` are open.
-pub fn take<'a>(api: &'a KubeletApi, evictable: &Evictable) -> Result<Slot<'a>, Answer> {
+/// A slot for the connection of `ticket`, or the 429 answer when `maxStreams` are open.
+pub fn take<'a>(api: &'a KubeletApi, ticket: &Ticket) -> Result<Slot<'a>, Answer> {
     let max = api.setting(|c| c.max_streams);
     let open = api.streams.get();
     if open >= max as usize {
@@ -35,6 +35,6 @@ pub fn take<'a>(api: &'a KubeletApi, evictable: &Evictable) -> Result<Slot<'a>, 
     api.streams.set(open + 1);
     Ok(Slot {
         open: &api.streams,
-        _exempt: evictable.exempt(),
+        _exempt: ticket.exempt(),
     })
 }

@@ -11,16 +11,16 @@
 //! without `command`; `/portForward/NS/POD` (or `.../UID`) with optional `port` values.
 //! The runtime's URL must be on loopback; nothing else is dialled.
 
-use super::container_logs::{boolean, decode, timed, Refused};
-use super::tls::TlsConn;
+use super::container_logs::timed;
+use super::lookup;
 use super::{relay, slots, KubeletApi};
 use crate::agent::context::Context;
 use crate::cri::{pb, Code};
+use crate::http::accept::Ticket;
+use crate::http::query::{boolean, decode, Refused};
+use crate::http::{Answer, Head};
 use crate::kuberuntime::labels;
-use crate::model::Object;
-use crate::server::http::{Answer, Head};
-use crate::server::Evictable;
-use crate::store::{Kind, Store};
+use crate::tls::server::TlsConn;
 use async_io::{Async, Timer};
 use smol::io::AsyncWriteExt;
 use std::net::{SocketAddr, TcpStream};
@@ -38,7 +38,7 @@ const PASSED: [&str; 3] = ["upgrade", "connection", "x-stream-protocol-version"]
 pub(super) async fn serve(
     conn: &mut TlsConn,
     api: &KubeletApi,
-    evictable: &Evictable,
+    ticket: &Ticket,
     head: &Head,
     req: StreamRequest,
 ) -> std::io::Result<()> {
@@ -46,7 +46,7 @@ pub(super) async fn serve(
     if !matches!(head.method.as_str(), "GET" | "POST") {
         return timed(Answer::text(405, "only GET and POST are served\n").write_to(conn)).await;
     }
-    let _slot = match slots::take(api, evictable) {
+    let _slot = match slots::take(api, ticket) {
         Ok(s) => s,
         Err(too_many) => return timed(too_many.write_to(conn)).await,
     };
@@ -83,26 +83,39 @@ pub(super) async fn serve(
 /// Which stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StreamKind {
+    /// `/exec`: a command in a container.
     Exec,
+    /// `/attach`: a container's own stdio.
     Attach,
+    /// `/portForward`: ports of the pod's network namespace.
     PortForward,
 }
 
 /// A parsed stream request.
 #[derive(Debug, PartialEq)]
 pub struct StreamRequest {
+    /// Exec, attach or port-forward.
     pub kind: StreamKind,
-    ns: String,
-    pod: String,
+    /// The pod's namespace.
+    pub ns: String,
+    /// The pod's name.
+    pub pod: String,
     /// The pod's UID when the path names it.
-    uid: Option<String>,
-    container: String,
-    cmd: Vec<String>,
-    stdin: bool,
-    stdout: bool,
-    stderr: bool,
-    tty: bool,
-    ports: Vec<i32>,
+    pub uid: Option<String>,
+    /// The container (empty for a port-forward).
+    pub container: String,
+    /// The command of an exec (`command`, repeated).
+    pub cmd: Vec<String>,
+    /// Whether the client sends input (`input`, `stdin`).
+    pub stdin: bool,
+    /// Whether the client wants the output (`output`, `stdout`).
+    pub stdout: bool,
+    /// Whether the client wants the errors apart (`error`, `stderr`; never with a TTY).
+    pub stderr: bool,
+    /// Whether a terminal is asked for (`tty`).
+    pub tty: bool,
+    /// The ports of a port-forward (`port`, repeated).
+    pub ports: Vec<i32>,
 }
 
 impl StreamRequest {
@@ -264,32 +277,13 @@ impl StreamRequest {
     /// container) is not on this node.
     fn pod_uid(&self, ctx: &Context) -> Result<String, Refused> {
         let (ns, name) = (&self.ns, &self.pod);
-        let not_found = || Refused(404, format!("pod {ns}/{name} not found"));
-        let store = &mut Store::open_read_only(&ctx.cfg);
-        let pod = match store.get(Kind::Pod, ns, name) {
-            Ok(Some(e)) => match e.object {
-                Object::Pod(p) => p,
-                _ => return Err(not_found()),
-            },
-            Ok(None) => return Err(not_found()),
-            Err(e) => return Err(Refused(500, e.to_string())),
-        };
+        let pod = lookup::pod(&ctx.cfg, ns, name)?;
         let uid = &pod.metadata.uid;
         if self.uid.as_ref().is_some_and(|u| u != uid) {
-            return Err(not_found());
+            return Err(lookup::pod_not_found(ns, name));
         }
-        let c = &self.container;
-        let spec = &pod.spec;
-        let known = spec
-            .containers
-            .iter()
-            .chain(&spec.init_containers)
-            .any(|x| &x.name == c);
-        if self.kind != StreamKind::PortForward && !known {
-            return Err(Refused(
-                404,
-                format!("container {c:?} not found in pod {name:?}"),
-            ));
+        if self.kind != StreamKind::PortForward {
+            lookup::container(&pod, name, &self.container)?;
         }
         Ok(uid.clone())
     }

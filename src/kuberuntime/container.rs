@@ -7,9 +7,9 @@ use super::env::{container_env, Env, Objects, PodFacts};
 use super::resources::linux_resources;
 use super::sandbox::{namespace_options, supplemental_groups};
 use super::security::{container_apparmor, container_seccomp, proc_paths, SeccompPolicy};
-use super::{hash, labels, volumes, SyncError};
+use super::{etc_hosts, hash, labels, volumes, SyncError};
 use crate::cri::pb;
-use crate::model::{Container, Pod};
+use crate::model::{Container, Pod, Reason};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -25,6 +25,8 @@ pub struct ContainerContext<'a> {
     pub objects: &'a dyn Objects,
     /// Bytes of memory of the machine, for the Burstable oom_score_adj.
     pub mem_capacity: i64,
+    /// The cluster's DNS domain, for the pod's managed `/etc/hosts`.
+    pub cluster_domain: &'a str,
     /// The seccomp profile of containers that choose none, and where Localhost ones are.
     pub seccomp: SeccompPolicy<'a>,
 }
@@ -85,7 +87,17 @@ pub fn container_config(
     let mut env = container_env(pod, c, ctx.facts, ctx.objects)?;
     let command = expand_all(&mut env, "command", &c.command)?;
     let args = expand_all(&mut env, "args", &c.args)?;
-    let mounts = volumes::mounts(pod, c, ctx.pods_dir, ctx.allowed_host_paths, &mut env)?;
+    let (pods_dir, allowed) = (ctx.pods_dir, ctx.allowed_host_paths);
+    let mut mounts = volumes::mounts(pod, c, pods_dir, allowed, &mut env, ctx.objects)?;
+    let pod_ip = &ctx.facts.pod_ip;
+    let hosts =
+        etc_hosts::mount(ctx.pods_dir, pod, c, pod_ip, ctx.cluster_domain).map_err(|e| {
+            SyncError::new(
+                Reason::CreateContainerConfigError,
+                format!("cannot write the pod's /etc/hosts: {e}"),
+            )
+        })?;
+    mounts.extend(hosts);
     Ok(pb::ContainerConfig {
         metadata: Some(pb::ContainerMetadata {
             name: c.name.clone(),
@@ -232,6 +244,7 @@ mod tests {
             facts: &facts,
             objects: &NoObjects,
             mem_capacity: 1 << 30,
+            cluster_domain: "cluster.local",
             seccomp: SeccompPolicy {
                 default_runtime: true,
                 profile_root: Path::new("/var/lib/kubelet/seccomp"),

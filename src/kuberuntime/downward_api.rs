@@ -3,12 +3,14 @@
 //! annotations as `key="value"` lines sorted by key (the value quoted as Go's `%q`
 //! does; no newline after the last line); one label or annotation by key
 //! (`metadata.labels['app']`, empty when absent); a container's resource limit or
-//! request divided by the divisor and rounded up (as in env; a missing limit reads 0).
+//! request divided by the divisor and rounded up (as in env; a limit the container
+//! does not set reads as the node's allocatable).
 //!
 //! The files are recomputed on every sync, so a label or annotation changed by
 //! re-applying the pod reaches the container's files without a restart.
 
 use super::atomic_writer::FileProjection;
+use super::env::NodeAllocatable;
 use super::SyncError;
 use crate::model::projected::DownwardApiVolumeFile;
 use crate::model::Pod;
@@ -21,11 +23,12 @@ pub fn files(
     pod: &Pod,
     items: &[DownwardApiVolumeFile],
     default_mode: u32,
+    alloc: &NodeAllocatable,
 ) -> Result<Vec<FileProjection>, ItemError> {
     items
         .iter()
         .map(|it| {
-            let data = value(pod, it).map_err(|why| ItemError {
+            let data = value(pod, it, alloc).map_err(|why| ItemError {
                 path: it.path.clone(),
                 why,
             })?;
@@ -39,7 +42,11 @@ pub fn files(
 }
 
 /// The content of one file.
-fn value(pod: &Pod, it: &DownwardApiVolumeFile) -> Result<String, ValueError> {
+fn value(
+    pod: &Pod,
+    it: &DownwardApiVolumeFile,
+    alloc: &NodeAllocatable,
+) -> Result<String, ValueError> {
     if let Some(f) = &it.field_ref {
         return field(pod, &f.field_path);
     }
@@ -50,7 +57,7 @@ fn value(pod: &Pod, it: &DownwardApiVolumeFile) -> Result<String, ValueError> {
         .all_containers()
         .find(|c| c.name == r.container_name)
         .ok_or_else(|| ValueError::NoContainer(r.container_name.clone()))?;
-    super::env::resource_value(c, r).map_err(ValueError::Resource)
+    super::env::resource_value(c, r, alloc).map_err(ValueError::Resource)
 }
 
 /// A pod field allowed in volumes.
@@ -181,6 +188,13 @@ mod tests {
     use crate::model::container::{ObjectFieldSelector, ResourceFieldSelector};
     use crate::model::{Container, Quantity};
 
+    /// A node that reports no allocatable resources.
+    const NONE: NodeAllocatable = NodeAllocatable {
+        cpu_milli: 0,
+        memory: 0,
+        ephemeral_storage: 0,
+    };
+
     fn pod() -> Pod {
         let mut p = Pod::default();
         p.metadata.name = "web".into();
@@ -246,7 +260,7 @@ mod tests {
             field_item("app", "metadata.labels['app']"),
             field_item("missing", "metadata.annotations['nope']"),
         ];
-        let files = files(&pod(), &items, 0o644).unwrap();
+        let files = files(&pod(), &items, 0o644, &NONE).unwrap();
         assert_eq!(text(&files, "name"), "web");
         assert_eq!(text(&files, "ns"), "edge");
         assert_eq!(text(&files, "uid"), "u-1");
@@ -259,7 +273,7 @@ mod tests {
         assert_eq!(text(&files, "missing"), "");
         assert!(files.iter().all(|f| f.mode == 0o644));
         let empty = Pod::default();
-        let files = super::files(&empty, &items[3..4], 0o644).unwrap();
+        let files = super::files(&empty, &items[3..4], 0o644, &NONE).unwrap();
         assert_eq!(text(&files, "labels"), "");
     }
 
@@ -271,20 +285,30 @@ mod tests {
             resource_item("mem", "requests.memory", Some("1Mi")),
             resource_item("unset", "limits.memory", None),
         ];
-        let files = files(&pod(), &items, 0o644).unwrap();
+        let files = files(&pod(), &items, 0o644, &NONE).unwrap();
         assert_eq!(text(&files, "cpu"), "250");
         assert_eq!(text(&files, "cores"), "1");
         assert_eq!(text(&files, "mem"), "3");
         assert_eq!(text(&files, "unset"), "0");
         assert!(files.iter().all(|f| f.mode == 0o400));
+        // A limit the container does not set reads as the node's allocatable.
+        let node = NodeAllocatable {
+            cpu_milli: 2000,
+            memory: 3 << 30,
+            ephemeral_storage: 0,
+        };
+        let files = super::files(&pod(), &items[3..4], 0o644, &node).unwrap();
+        assert_eq!(text(&files, "unset"), (3u64 << 30).to_string());
         let mut other = resource_item("x", "limits.cpu", None);
         other.resource_field_ref.as_mut().unwrap().container_name = "gone".into();
-        let e = super::files(&pod(), &[other], 0o644)
+        let e = super::files(&pod(), &[other], 0o644, &NONE)
             .unwrap_err()
             .to_string();
         assert_eq!(e, "item \"x\": no container \"gone\" in the pod");
         let bad = field_item("n", "spec.nodeName");
-        let e = super::files(&pod(), &[bad], 0o644).unwrap_err().to_string();
+        let e = super::files(&pod(), &[bad], 0o644, &NONE)
+            .unwrap_err()
+            .to_string();
         assert_eq!(e, "item \"n\": unsupported fieldPath \"spec.nodeName\"");
     }
 }

@@ -5,6 +5,7 @@
 //! applies to `command` and `args`; it is bounded (`expand.rs`).
 
 pub use super::expand::Env;
+use super::service_env::{self, ServiceEntry};
 use super::SyncError;
 use crate::model::container::{EnvVar, ResourceFieldSelector};
 use crate::model::projected::ServiceAccountTokenProjection;
@@ -29,6 +30,56 @@ pub trait Objects {
     ) -> Result<Vec<u8>, NoToken> {
         Err(NoToken::Refused(no_token(pod)))
     }
+
+    /// The node's allocatable resources: what a `resourceFieldRef` to a limit the
+    /// container does not set reads. This default (nothing) is for tests.
+    fn node_allocatable(&self) -> NodeAllocatable {
+        NodeAllocatable::default()
+    }
+
+    /// The directory on this node of the PersistentVolume bound to `pod`'s claim
+    /// `claim` ([`BoundVolume`]); an error when it is not (yet) known. Only the
+    /// cluster has claims: this default is a local pod's answer.
+    fn claim(&self, pod: &Pod, claim: &str) -> Result<BoundVolume, SyncError> {
+        Err(config_error(format!(
+            "persistentVolumeClaim {claim:?}: claims are the cluster's; pod {}/{} is not",
+            pod.metadata.namespace, pod.metadata.name
+        )))
+    }
+
+    /// The Services whose variables `pod`'s containers get ([`super::service_env`]);
+    /// an error when they are not known yet and worth a short wait. Only the cluster
+    /// has Services: this default (none) is a local-only node's answer.
+    fn services(&self, _pod: &Pod) -> Result<Vec<ServiceEntry>, SyncError> {
+        Ok(Vec::new())
+    }
+}
+
+/// Where a PersistentVolume bound to a claim lives on this node: the path of a `local`
+/// or `hostPath` volume, mounted like a hostPath (checked against `allowedHostPaths`,
+/// no symlink followed below the allowed prefix).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct BoundVolume {
+    /// The PersistentVolume's name.
+    pub volume_name: String,
+    /// Its path on the node.
+    pub path: String,
+    /// What must be there: a `local` volume's directory (`Directory`), a `hostPath`
+    /// volume's `type`.
+    pub host_path_type: crate::model::pod::HostPathType,
+}
+
+/// What the node hands out to pods (its allocatable, as the Node reports it), in the
+/// units of [`crate::model::Quantity::nanos`]'s base: millicores and bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NodeAllocatable {
+    /// CPU in millicores.
+    pub cpu_milli: i64,
+    /// Memory in bytes.
+    pub memory: i64,
+    /// The pods' filesystem in bytes.
+    pub ephemeral_storage: i64,
 }
 
 /// Why a projected `serviceAccountToken` source has no token to show. In each case a
@@ -73,7 +124,7 @@ pub fn container_env(
     facts: &PodFacts,
     objects: &dyn Objects,
 ) -> Result<Env, SyncError> {
-    let mut env = Env::default();
+    let mut env = Env::with_later(service_env::env_vars(&objects.services(pod)?));
     for from in &c.env_from {
         let entries = if let Some(r) = &from.config_map_ref {
             match objects.configmap(pod, &r.name) {
@@ -107,6 +158,7 @@ pub fn container_env(
             }
         }
     }
+    env.define_later()?;
     Ok(env)
 }
 
@@ -130,7 +182,7 @@ fn value_from(
         return field_value(pod, facts, &f.field_path).map(Some);
     }
     if let Some(r) = &src.resource_field_ref {
-        return resource_value(c, r).map(Some);
+        return resource_value(c, r, &objects.node_allocatable()).map(Some);
     }
     let (kind, sel, value) = if let Some(sel) = &src.config_map_key_ref {
         let obj = objects.configmap(pod, &sel.name);
@@ -181,15 +233,16 @@ fn field_value(pod: &Pod, facts: &PodFacts, path: &str) -> Result<String, SyncEr
 }
 
 /// `limits.cpu`, `requests.memory`, ... of the container, divided by the divisor
-/// (default 1) and rounded up, as kubelet does. A missing limit reads as 0 here
-/// (kubelet would use the node's allocatable; a gateway has no such accounting).
+/// (default 1) and rounded up, as kubelet does. A limit the container does not set
+/// reads as the node's allocatable (kubelet's rule); a request it does not set, 0.
 pub(super) fn resource_value(
     c: &Container,
     r: &ResourceFieldSelector,
+    alloc: &NodeAllocatable,
 ) -> Result<String, SyncError> {
-    let (map, name) = match r.resource.split_once('.') {
-        Some(("limits", n)) => (&c.resources.limits, n),
-        Some(("requests", n)) => (&c.resources.requests, n),
+    let (limits, name) = match r.resource.split_once('.') {
+        Some(("limits", n)) => (true, n),
+        Some(("requests", n)) => (false, n),
         _ => {
             return Err(config_error(format!(
                 "unsupported resourceFieldRef {:?}",
@@ -197,7 +250,16 @@ pub(super) fn resource_value(
             )))
         }
     };
-    let nanos = map.get(name).map_or(0, |q| q.nanos());
+    let map = if limits {
+        &c.resources.limits
+    } else {
+        &c.resources.requests
+    };
+    let nanos = match map.get(name) {
+        Some(q) => q.nanos(),
+        None if limits => allocatable_nanos(alloc, name),
+        None => 0,
+    };
     let divisor = r.divisor.as_ref().map_or(1_000_000_000, |d| d.nanos());
     if divisor <= 0 {
         return Err(config_error(format!(
@@ -206,6 +268,17 @@ pub(super) fn resource_value(
         )));
     }
     Ok(((nanos + divisor - 1) / divisor).to_string())
+}
+
+/// The node's allocatable `resource` in nanos of its unit (cores, bytes).
+fn allocatable_nanos(alloc: &NodeAllocatable, resource: &str) -> i128 {
+    const NANO: i128 = 1_000_000_000;
+    match resource {
+        "cpu" => i128::from(alloc.cpu_milli) * 1_000_000,
+        "memory" => i128::from(alloc.memory) * NANO,
+        "ephemeral-storage" => i128::from(alloc.ephemeral_storage) * NANO,
+        _ => 0,
+    }
 }
 
 #[cfg(test)]

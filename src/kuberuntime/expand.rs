@@ -33,6 +33,9 @@ pub struct Env {
     vars: Vec<(String, String)>,
     index: BTreeMap<String, usize>,
     left: usize,
+    /// Variables defined after the container's own (the Services'), sorted by name:
+    /// a `$(VAR)` the container does not define (yet) reads them.
+    later: Vec<(String, String)>,
 }
 
 impl Default for Env {
@@ -41,11 +44,44 @@ impl Default for Env {
             vars: Vec::new(),
             index: BTreeMap::new(),
             left: MAX_TOTAL_BYTES,
+            later: Vec::new(),
         }
     }
 }
 
 impl Env {
+    /// An empty environment whose references may also read `later` (sorted by name),
+    /// which [`Env::define_later`] adds at the end.
+    pub fn with_later(later: Vec<(String, String)>) -> Env {
+        Env {
+            later,
+            ..Env::default()
+        }
+    }
+
+    /// Defines the variables given to [`Env::with_later`] that the container did not
+    /// define itself (its own win), after its own.
+    pub fn define_later(&mut self) -> Result<(), SyncError> {
+        for (name, value) in std::mem::take(&mut self.later) {
+            if !self.index.contains_key(&name) {
+                self.set(name, value)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The value a `$(name)` reads: the container's own variable, else a later one.
+    fn lookup(&self, name: &str) -> Option<&str> {
+        match self.index.get(name) {
+            Some(&i) => Some(&self.vars[i].1),
+            None => self
+                .later
+                .binary_search_by(|(n, _)| n.as_str().cmp(name))
+                .ok()
+                .map(|i| self.later[i].1.as_str()),
+        }
+    }
+
     /// Defines `name` (a later definition wins, in the earlier's place).
     pub fn set(&mut self, name: String, value: String) -> Result<(), SyncError> {
         let what = || format!("env var {name:?}");
@@ -123,8 +159,8 @@ impl Env {
                 after.strip_prefix('(').and_then(|a| a.split_once(')'))
             {
                 ok = ok
-                    && match self.index.get(name) {
-                        Some(&i) => out.push(&self.vars[i].1),
+                    && match self.lookup(name) {
+                        Some(v) => out.push(v),
                         None => out.push("$(") && out.push(name) && out.push(")"),
                     };
                 rest = tail;
@@ -183,7 +219,7 @@ mod tests {
         e.message
     }
 
-    /// Issue 15 item 14: 8 variables of 16 references each would be 16^8 bytes (4 GiB).
+    /// 8 variables of 16 references each would be 16^8 bytes (4 GiB).
     /// The first value past 128 KiB fails, having built at most 128 KiB.
     #[test]
     fn a_reference_bomb_stops_at_the_string_cap() {

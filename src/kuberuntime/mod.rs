@@ -2,6 +2,7 @@
 pub mod dns;
 pub mod downward_api;
 pub mod env;
+pub mod etc_hosts;
 pub mod expand;
 pub mod hash;
 #[cfg(test)]
@@ -11,6 +12,7 @@ pub mod non_root;
 pub mod observed;
 pub mod sandbox;
 pub mod security;
+pub mod service_env;
 
 use crate::model::Reason;
 

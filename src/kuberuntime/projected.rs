@@ -85,7 +85,7 @@ fn source(
             keys(&entries, &c.items, mode).map_err(|e| (what, CONFIG_ERROR, e.to_string()))?,
         );
     } else if let Some(d) = &s.downward_api {
-        let files = super::downward_api::files(pod, &d.items, mode);
+        let files = super::downward_api::files(pod, &d.items, mode, &objects.node_allocatable());
         out.extend(files.map_err(|e| ("downwardAPI", CONFIG_ERROR, e.to_string()))?);
     } else if let Some(t) = &s.service_account_token {
         let data = token(pod, t, dir, objects)

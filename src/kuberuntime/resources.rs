@@ -238,7 +238,7 @@ mod tests {
         );
     }
 
-    /// Issue 15 item 17: no CPU quantity makes the arithmetic wrap; kubelet's clamps
+    /// No CPU quantity makes the arithmetic wrap; kubelet's clamps
     /// hold at both ends.
     #[test]
     fn cpu_numbers_at_the_edges() {

@@ -70,7 +70,7 @@ pub fn pod_status(input: &StatusInput) -> PodStatus {
         .spec
         .init_containers
         .iter()
-        .map(|c| container_status(input, c))
+        .map(|c| init_container_status(input, c))
         .collect();
     let apps: Vec<ContainerStatus> = pod
         .spec
@@ -78,12 +78,6 @@ pub fn pod_status(input: &StatusInput) -> PodStatus {
         .iter()
         .map(|c| container_status(input, c))
         .collect();
-    let init_done = init.iter().all(|s| {
-        s.state
-            .terminated
-            .as_ref()
-            .is_some_and(|t| t.exit_code == 0)
-    });
     let phase = match (input.terminal, input.failed) {
         (Some(p), _) => p,
         (None, Some(_)) => PodPhase::Failed,
@@ -120,7 +114,7 @@ pub fn pod_status(input: &StatusInput) -> PodStatus {
         status.reason = reason.into();
         status.message = message.to_string();
     }
-    status.conditions = conditions(input, phase, init_done, &apps);
+    status.conditions = conditions(input, phase, &init, &apps);
     status.init_container_statuses = init;
     status.container_statuses = apps;
     status
@@ -147,6 +141,29 @@ fn container_id(input: &StatusInput, c: &ObservedContainer) -> String {
     format!("{}://{}", input.runtime_name, c.id)
 }
 
+/// An init container's status: as an app container's, but `ready` says it completed
+/// (exited 0), as kubelet reports it, not what a probe says while it runs.
+fn init_container_status(input: &StatusInput, spec: &Container) -> ContainerStatus {
+    let mut st = container_status(input, spec);
+    st.ready = st
+        .state
+        .terminated
+        .as_ref()
+        .is_some_and(|t| t.exit_code == 0);
+    st
+}
+
+/// The reason a container that has none of its own waits with: kubelet's
+/// `PodInitializing` in a pod with init containers (for them and the app containers
+/// alike), else `ContainerCreating`.
+fn default_waiting(pod: &Pod) -> Reason {
+    if pod.spec.init_containers.is_empty() {
+        Reason::ContainerCreating
+    } else {
+        Reason::PodInitializing
+    }
+}
+
 fn container_status(input: &StatusInput, spec: &Container) -> ContainerStatus {
     let latest = input.observed.latest(&spec.name);
     let waiting = input.waiting.get(&spec.name);
@@ -156,10 +173,15 @@ fn container_status(input: &StatusInput, spec: &Container) -> ContainerStatus {
         ..Default::default()
     };
     let Some(l) = latest else {
-        let (reason, message) = waiting
-            .map_or((Reason::ContainerCreating.into(), String::new()), |w| {
-                (w.reason.into(), w.message.clone())
-            });
+        // Being made (a sandbox, volumes, a token) is no reason of its own: kubelet
+        // shows its default, `PodInitializing` in a pod with init containers.
+        let (reason, message) = waiting.map_or(
+            (default_waiting(input.pod).into(), String::new()),
+            |w| match w.reason {
+                Reason::ContainerCreating => (default_waiting(input.pod).into(), w.message.clone()),
+                r => (r.into(), w.message.clone()),
+            },
+        );
         st.state.waiting = Some(ContainerStateWaiting { reason, message });
         st.started = Some(false);
         return st;
@@ -280,7 +302,7 @@ fn phase(
 fn conditions(
     input: &StatusInput,
     phase: PodPhase,
-    init_done: bool,
+    init: &[ContainerStatus],
     apps: &[ContainerStatus],
 ) -> Vec<PodCondition> {
     let unready: Vec<&str> = apps
@@ -303,20 +325,22 @@ fn conditions(
         }
     };
     let (r, reason, message) = ready(());
-    let init_cond = if init_done || input.pod.spec.init_containers.is_empty() {
+    // kubelet's: the init containers that have not completed (their `ready`).
+    let incomplete: Vec<&str> = init
+        .iter()
+        .filter(|s| !s.ready)
+        .map(|s| s.name.as_str())
+        .collect();
+    let init_cond = if incomplete.is_empty() {
         (true, "", String::new())
     } else {
-        let pending: Vec<&str> = input
-            .pod
-            .spec
-            .init_containers
-            .iter()
-            .map(|c| c.name.as_str())
-            .collect();
         (
             false,
             Reason::ContainersNotInitialized.as_str(),
-            format!("containers with incomplete status: [{}]", pending.join(" ")),
+            format!(
+                "containers with incomplete status: [{}]",
+                incomplete.join(" ")
+            ),
         )
     };
     let list = [

@@ -160,14 +160,18 @@ fn read_tail(path: &Path, max: u64) -> io::Result<Vec<u8>> {
 }
 
 /// The container output in the end of a CRI log file (`data`, which may start in the
-/// middle of a line): its last `lines` logical lines, each ending in a newline, then at
-/// most the last `bytes` bytes of those.
+/// middle of a line): its last `lines` logical lines, each whole one ending in a newline,
+/// then at most the last `bytes` bytes of those.
 pub fn log_tail(data: &[u8], lines: usize, bytes: usize) -> String {
     let mut joiner = Joiner::default();
     let mut out: std::collections::VecDeque<Vec<u8>> = std::collections::VecDeque::new();
-    let mut push = |msg: &[u8]| {
+    // A whole line ends in its newline; a partial last line (the container exited
+    // mid-line: `printf DONE`) is shown as written, without one, as kubelet does.
+    let mut push = |msg: &[u8], whole: bool| {
         let mut l = msg.to_vec();
-        l.push(b'\n');
+        if whole {
+            l.push(b'\n');
+        }
         out.push_back(l);
         if out.len() > lines {
             out.pop_front();
@@ -176,11 +180,11 @@ pub fn log_tail(data: &[u8], lines: usize, bytes: usize) -> String {
     for raw in data.split(|&b| b == b'\n') {
         // A cut first line does not parse as a record (it lacks the time) and is skipped.
         if let Some(j) = line::parse(raw).and_then(|rec| joiner.push(rec)) {
-            push(j.msg);
+            push(j.msg, true);
         }
     }
     for j in joiner.finish() {
-        push(j.msg);
+        push(j.msg, false);
     }
     let all: Vec<u8> = out.into_iter().flatten().collect();
     let tail = all.get(all.len().saturating_sub(bytes)..).unwrap_or(&all);

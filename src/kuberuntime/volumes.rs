@@ -9,7 +9,7 @@
 //!   0755, the volume 0777 as kubelet makes it, whatever the umask), living as long as
 //!   the pod. `medium: Memory` mounts a tmpfs on it (see [`super::tmpfs`]; `sizeLimit`
 //!   is its size). `sizeLimit` on a disk emptyDir is not enforced (kubelet evicts the
-//!   pod; documented in the README).
+//!   pod; documented in docs/pods.md).
 //! - hostPath: allowed only at or below a prefix in `allowedHostPaths`. The prefix is
 //!   the admin's (symlinks in it are followed); the rest of the path, after lexical
 //!   normalisation, is opened beneath it with no symlink followed, created there for
@@ -107,8 +107,8 @@ pub fn prepare_one(
         ownership::claim_dir(&dir, group, mode).map_err(|e| io_err("cannot apply fsGroup", e))?;
         return Ok(());
     }
-    if let Some(hp) = &v.host_path {
-        host_path(&hp.path, hp.type_, allowed).map(|_| ())?;
+    if let Some((path, kind, _)) = host_source(pod, v, objects)? {
+        host_path(&path, kind, allowed).map(|_| ())?;
         return Ok(());
     }
     let plugin = plugin(v);
@@ -168,8 +168,13 @@ fn volume_files(
     } else if let Some(p) = &v.projected {
         return projected::files(pod, &v.name, p, mode(p.default_mode), dir, objects);
     } else if let Some(d) = &v.downward_api {
-        return downward_api::files(pod, &d.items, mode(d.default_mode))
-            .map_err(|e| fail(format!("volume {:?}: downwardAPI: {e}", v.name)));
+        return downward_api::files(
+            pod,
+            &d.items,
+            mode(d.default_mode),
+            &objects.node_allocatable(),
+        )
+        .map_err(|e| fail(format!("volume {:?}: downwardAPI: {e}", v.name)));
     } else {
         return Err(fail(format!("volume {:?} has no supported source", v.name)));
     };
@@ -244,6 +249,24 @@ fn normalise(p: &Path) -> PathBuf {
         }
     }
     out
+}
+
+/// A volume that is a directory of the host: a hostPath (path, type, not read-only by
+/// itself), or a persistentVolumeClaim's bound volume (its path and type, read-only
+/// when the claim says so); `None` for the other kinds.
+fn host_source(
+    pod: &Pod,
+    v: &Volume,
+    objects: &dyn Objects,
+) -> Result<Option<(String, HostPathType, bool)>, SyncError> {
+    if let Some(hp) = &v.host_path {
+        return Ok(Some((hp.path.clone(), hp.type_, false)));
+    }
+    let Some(c) = &v.persistent_volume_claim else {
+        return Ok(None);
+    };
+    let bound = objects.claim(pod, &c.claim_name)?;
+    Ok(Some((bound.path, bound.host_path_type, c.read_only)))
 }
 
 /// Opens a hostPath (checked against the allowed prefixes, resolved beneath one with
@@ -368,6 +391,7 @@ pub fn mounts(
     pods_dir: &Path,
     allowed: &[PathBuf],
     env: &mut Env,
+    objects: &dyn Objects,
 ) -> Result<Vec<pb::Mount>, SyncError> {
     let mut out = Vec::with_capacity(c.volume_mounts.len());
     for (index, m) in c.volume_mounts.iter().enumerate() {
@@ -378,7 +402,7 @@ pub fn mounts(
             container: &c.name,
             index,
         };
-        out.push(mount(pod, m, &at, allowed, env)?);
+        out.push(mount(pod, m, &at, allowed, env, objects)?);
     }
     Ok(out)
 }
@@ -389,6 +413,7 @@ fn mount(
     at: &Target<'_>,
     allowed: &[PathBuf],
     env: &mut Env,
+    objects: &dyn Objects,
 ) -> Result<pb::Mount, SyncError> {
     let v = pod.spec.volumes.iter().find(|v| v.name == m.name);
     let v = v.ok_or_else(|| {
@@ -420,14 +445,14 @@ fn mount(
     }
     let bind_it =
         |fd: OwnedFd| bind::bind(fd.as_fd(), at).map_err(|e| fail(format!("cannot bind it: {e}")));
-    let (host, read_only) = if let Some(hp) = &v.host_path {
-        let root = host_path(&hp.path, hp.type_, allowed)?;
+    let (host, read_only) = if let Some((path, kind, ro)) = host_source(pod, v, objects)? {
+        let root = host_path(&path, kind, allowed)?;
         let fd = if sub.is_empty() {
             root
         } else {
             open_sub_path(root.as_fd(), &sub).map_err(|e| fail(sub_path_error(&sub, &e)))?
         };
-        (bind_it(fd)?, m.read_only)
+        (bind_it(fd)?, m.read_only || ro)
     } else {
         // Only an emptyDir may be written by the container; computed files never.
         let read_only = v.empty_dir.is_none() || m.read_only;

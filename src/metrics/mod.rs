@@ -36,17 +36,21 @@ pub const PLEG_EVENTS: [&str; 5] = [
 ];
 
 /// Why the kubelet API refused a connection, as the `reason` label of its counter.
-pub const KUBELET_API_REFUSED: [&str; 3] = ["tls_handshake", "unauthorized", "forbidden"];
+pub const KUBELET_API_REFUSED: [&str; 4] =
+    ["tls_handshake", "unauthorized", "forbidden", "evicted"];
 
 /// Why the kubelet API refused a connection (an index of [`KUBELET_API_REFUSED`]).
 #[derive(Debug, Clone, Copy)]
 pub enum Refused {
-    /// The TLS handshake failed (not TLS, a certificate of another CA, ...).
+    /// The TLS handshake failed (not TLS, a certificate of another CA, ...) or took
+    /// too long.
     TlsHandshake = 0,
     /// No client certificate: 401.
     Unauthorized = 1,
     /// The SubjectAccessReview denied the request: 403.
     Forbidden = 2,
+    /// Closed for a newcomer past the connection bounds.
+    Evicted = 3,
 }
 
 /// Every counter of the agent (monotonic unless said otherwise).
@@ -75,11 +79,15 @@ pub struct Counters {
     /// kubelet API connections whose request was authenticated and authorized.
     pub kubelet_api_accepted: Cell<u64>,
     /// kubelet API connections refused, by reason as in [`KUBELET_API_REFUSED`].
-    pub kubelet_api_refused: [Cell<u64>; 3],
+    pub kubelet_api_refused: [Cell<u64>; 4],
     /// Exec, attach and port-forward streams relayed to the runtime.
     pub kubelet_api_streams_opened: Cell<u64>,
     /// Streams refused past `apiServer.maxStreams`.
     pub kubelet_api_streams_refused: Cell<u64>,
+    /// Trims of the binary's code pages done ([`crate::code_pages`]).
+    pub code_page_trims: Cell<u64>,
+    /// KiB of code pages they gave back.
+    pub code_page_trimmed_kib: Cell<u64>,
 }
 
 thread_local! {
@@ -146,6 +154,14 @@ pub fn log_rotated(bytes: u64) {
     with(|m| {
         add(&m.log_rotations, 1);
         add(&m.log_rotated_bytes, bytes);
+    })
+}
+
+/// Counts one trim of the code pages that gave back `kib`.
+pub fn code_pages_trimmed(kib: u64) {
+    with(|m| {
+        add(&m.code_page_trims, 1);
+        add(&m.code_page_trimmed_kib, kib);
     })
 }
 

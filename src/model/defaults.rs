@@ -1,11 +1,14 @@
 //! The defaults the API server fills in that the agent relies on, applied to every parsed
 //! object so the rest of the agent never has to guess what "absent" means.
 
-use super::container::{Container, PullPolicy, DEFAULT_TERMINATION_MESSAGE_PATH};
+use super::container::{
+    Container, PullPolicy, ResourceFieldSelector, DEFAULT_TERMINATION_MESSAGE_PATH,
+};
 use super::meta::{ObjectMeta, API_VERSION, DEFAULT_NAMESPACE};
 use super::pod::Volume;
 use super::projected::{self, DownwardApiVolumeFile};
 use super::secret::TYPE_OPAQUE;
+use super::status::{PodPhase, PodStatus};
 use super::Object;
 
 /// Seconds between SIGTERM and SIGKILL when the pod does not say.
@@ -18,8 +21,16 @@ pub fn apply(obj: &mut Object) {
             meta(&mut p.metadata);
             p.kind = "Pod".into();
             p.api_version = API_VERSION.into();
-            // Users do not write status; kubectl writes `"status": {}`.
-            p.status = None;
+            // Users do not write status (kubectl writes `"status": {}`); of what the
+            // uplink's cache holds only a terminal phase counts (`Pod::finished`).
+            p.status = p.status.take().and_then(|s| {
+                s.phase
+                    .filter(|ph| matches!(ph, PodPhase::Succeeded | PodPhase::Failed))
+                    .map(|ph| PodStatus {
+                        phase: Some(ph),
+                        ..Default::default()
+                    })
+            });
             let spec = &mut p.spec;
             spec.termination_grace_period_seconds
                 .get_or_insert(DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS);
@@ -89,9 +100,27 @@ fn downward_api_file(f: &mut DownwardApiVolumeFile) {
     if let Some(r) = f.field_ref.as_mut().filter(|r| r.api_version.is_empty()) {
         r.api_version = API_VERSION.into();
     }
+    if let Some(r) = &mut f.resource_field_ref {
+        unset_zero_divisor(r);
+    }
+}
+
+/// The API server writes an unset `resourceFieldRef.divisor` as `"0"` (the zero
+/// Quantity), and its validation takes 0 as unset: read it as the default divisor 1.
+fn unset_zero_divisor(r: &mut ResourceFieldSelector) {
+    if r.divisor.as_ref().is_some_and(|d| d.nanos() == 0) {
+        r.divisor = None;
+    }
 }
 
 fn container(c: &mut Container) {
+    for r in c
+        .env
+        .iter_mut()
+        .filter_map(|e| e.value_from.as_mut()?.resource_field_ref.as_mut())
+    {
+        unset_zero_divisor(r);
+    }
     if c.image_pull_policy.is_none() {
         c.image_pull_policy = Some(pull_policy_for(&c.image));
     }

@@ -38,6 +38,16 @@ pub fn is_manifest_name(name: &str) -> bool {
     [".json", ".yaml", ".yml"].iter().any(|e| name.ends_with(e))
 }
 
+/// One object of a manifest, as [`parse_manifests_checked`] gives it.
+pub struct Parsed {
+    /// What messages about it start with: the source, `document N`, `items[I]`.
+    pub label: String,
+    /// The object, or why it was refused.
+    pub object: Result<Object, ModelError>,
+    /// Its fields that no v1 object of its kind has ([`super::unknown_fields`]).
+    pub unknown: Vec<String>,
+}
+
 /// Every object in one manifest, each parsed, defaulted and validated on its own: one
 /// bad document does not hide the others. A stream that cannot be read at all (bad
 /// YAML, no documents) is one error.
@@ -46,19 +56,61 @@ pub fn parse_manifests(
     bytes: &[u8],
     format: Format,
 ) -> Vec<Result<Object, ModelError>> {
+    parse(source, bytes, format, false)
+        .into_iter()
+        .map(|p| p.object)
+        .collect()
+}
+
+/// [`parse_manifests`], each object with its unknown fields (what `tinylet apply`
+/// warns about, or refuses with `--validate=strict`).
+pub fn parse_manifests_checked(source: &str, bytes: &[u8], format: Format) -> Vec<Parsed> {
+    parse(source, bytes, format, true)
+}
+
+/// The objects of a manifest; `check`: look for unknown fields too.
+fn parse(source: &str, bytes: &[u8], format: Format, check: bool) -> Vec<Parsed> {
     match format {
-        Format::Json if !is_json_list(bytes) => vec![super::parse_object(source, bytes)],
+        Format::Json if !is_json_list(bytes) => {
+            let object = super::parse_object(source, bytes);
+            // A second decode, as a tree, only when asked (the CLI's apply).
+            let unknown = match check && bytes.len() <= super::MAX_MANIFEST_BYTES {
+                true => serde_json::from_slice::<Value>(bytes)
+                    .map(|v| super::unknown_fields::find(&v))
+                    .unwrap_or_default(),
+                false => Vec::new(),
+            };
+            vec![Parsed {
+                label: source.to_string(),
+                object,
+                unknown,
+            }]
+        }
         Format::Json => match serde_json::from_slice::<Value>(bytes) {
-            Ok(v) => from_values(source, vec![v], false),
-            Err(e) => vec![Err(ModelError::one(source, e))],
+            Ok(v) => from_values(source, vec![v], false, check),
+            Err(e) => vec![refused(source, ModelError::one(source, e))],
         },
-        Format::Yaml => yaml_documents(source, bytes),
+        Format::Yaml => yaml_documents(source, bytes, check),
     }
 }
 
-fn yaml_documents(source: &str, bytes: &[u8]) -> Vec<Result<Object, ModelError>> {
+/// A stream-level refusal: no object, one error.
+fn refused(source: &str, e: ModelError) -> Parsed {
+    Parsed {
+        label: source.to_string(),
+        object: Err(e),
+        unknown: Vec::new(),
+    }
+}
+
+fn yaml_documents(source: &str, bytes: &[u8], check: bool) -> Vec<Parsed> {
     if bytes.len() > super::MAX_MANIFEST_BYTES {
-        return vec![super::parse_object(source, bytes)];
+        return vec![refused(
+            source,
+            super::parse_object(source, bytes)
+                .err()
+                .unwrap_or_else(|| ModelError::one(source, "manifest over the size limit")),
+        )];
     }
     let text = match std::str::from_utf8(bytes) {
         Ok(t) => t,
@@ -67,18 +119,19 @@ fn yaml_documents(source: &str, bytes: &[u8]) -> Vec<Result<Object, ModelError>>
                 "YAML must be UTF-8 (invalid byte at offset {})",
                 e.valid_up_to()
             );
-            return vec![Err(ModelError::one(source, msg))];
+            return vec![refused(source, ModelError::one(source, msg))];
         }
     };
     match yaml::parse_documents(text, &yaml::LIMITS) {
-        Ok(docs) if docs.is_empty() => {
-            vec![Err(ModelError::one(
+        Ok(docs) if docs.is_empty() => vec![refused(
+            source,
+            ModelError::one(
                 source,
                 "no documents (expected a Pod, ConfigMap, Secret or List)",
-            ))]
-        }
-        Ok(docs) => from_values(source, docs, true),
-        Err(e) => vec![Err(ModelError::one(source, e))],
+            ),
+        )],
+        Ok(docs) => from_values(source, docs, true, check),
+        Err(e) => vec![refused(source, ModelError::one(source, e))],
     }
 }
 
@@ -88,8 +141,9 @@ fn is_json_list(bytes: &[u8]) -> bool {
     serde_json::from_slice::<super::meta::TypeMeta>(bytes).is_ok_and(|t| t.kind == "List")
 }
 
-/// The objects of decoded documents; `numbered` prefixes `document N` (YAML).
-fn from_values(source: &str, docs: Vec<Value>, numbered: bool) -> Vec<Result<Object, ModelError>> {
+/// The objects of decoded documents; `numbered` prefixes `document N` (YAML); `check`:
+/// look for unknown fields too.
+fn from_values(source: &str, docs: Vec<Value>, numbered: bool, check: bool) -> Vec<Parsed> {
     let mut out = Vec::new();
     for (i, doc) in docs.into_iter().enumerate() {
         let label = if numbered {
@@ -98,27 +152,39 @@ fn from_values(source: &str, docs: Vec<Value>, numbered: bool) -> Vec<Result<Obj
             source.to_string()
         };
         if doc.get("kind").and_then(Value::as_str) != Some("List") {
-            out.push(from_value(&label, &doc));
+            out.push(from_value(label, &doc, check));
             continue;
         }
         match doc.get("items") {
             Some(Value::Array(items)) => {
                 for (j, item) in items.iter().enumerate() {
-                    out.push(from_value(&format!("{label}: items[{j}]"), item));
+                    out.push(from_value(format!("{label}: items[{j}]"), item, check));
                 }
             }
             None | Some(Value::Null) => {}
-            Some(_) => out.push(Err(ModelError::one(
+            Some(_) => out.push(refused(
                 &label,
-                "items: expected a list of objects",
-            ))),
+                ModelError::one(&label, "items: expected a list of objects"),
+            )),
         }
     }
     out
 }
 
 /// One decoded document as an object: re-encoded as JSON for the one parser.
-fn from_value(label: &str, v: &Value) -> Result<Object, ModelError> {
+fn from_value(label: String, v: &Value, check: bool) -> Parsed {
+    let unknown = match check {
+        true => super::unknown_fields::find(v),
+        false => Vec::new(),
+    };
+    Parsed {
+        object: object_of(&label, v),
+        label,
+        unknown,
+    }
+}
+
+fn object_of(label: &str, v: &Value) -> Result<Object, ModelError> {
     if !v.is_object() {
         return Err(ModelError::one(
             label,
@@ -200,6 +266,27 @@ mod tests {
         assert!(e.contains("no documents"), "{e}");
         let e = names(&parse_manifests("-", b"- a\n", Format::Yaml)).join("");
         assert!(e.contains("document 1: expected a mapping"), "{e}");
+    }
+
+    #[test]
+    fn unknown_fields_are_found_per_object_only_when_asked() {
+        let typo = POD.replace("image: busybox", "image: busybox\n    comand: [sh]");
+        let text = format!("{POD}---\n{typo}");
+        let r = parse_manifests_checked("f.yaml", text.as_bytes(), Format::Yaml);
+        assert_eq!(r.len(), 2);
+        assert!(r[0].unknown.is_empty() && r[0].object.is_ok());
+        assert_eq!(r[1].label, "f.yaml: document 2");
+        assert_eq!(r[1].unknown, ["spec.containers[0].comand"]);
+        assert!(r[1].object.is_ok(), "still a valid pod");
+        let json = br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},"dat":{}}"#;
+        let r = parse_manifests_checked("c.json", json, Format::Json);
+        assert_eq!(
+            (r[0].label.as_str(), &r[0].unknown[..]),
+            ("c.json", &["dat".to_string()][..])
+        );
+        let bad = br#"{"kind":"Pod","#;
+        let r = parse_manifests_checked("-", bad, Format::Json);
+        assert!(r[0].unknown.is_empty() && r[0].object.is_err());
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //! `apiVersion`, decodes the typed object (unknown fields ignored, `null` as absent),
 //! applies the API server's defaults and validates everything, reporting every problem
 //! at once, each prefixed with the source (a file path) and the field path.
+//! [`unknown_fields`] finds the fields no v1 object has (typos), for `tinylet apply`.
 
+pub mod affinity;
 pub mod base64;
 pub mod configmap;
 pub mod container;
@@ -20,10 +22,12 @@ pub mod pretty;
 pub mod projected;
 pub mod quantity;
 pub mod reason;
+pub mod schema;
 pub mod secret;
 mod serde_util;
 pub mod status;
 pub mod time;
+pub mod unknown_fields;
 pub mod validate;
 pub mod wildcard;
 pub mod yaml;

@@ -173,7 +173,7 @@ mod tests {
         assert!(without_null_members(b"{\"a\" 1}").is_ok());
     }
 
-    /// Issue 15 item 8: blanking a null member must never turn malformed text into JSON.
+    /// Blanking a null member must never turn malformed text into JSON.
     #[test]
     fn malformed_json_is_refused_not_repaired() {
         for bad in [

@@ -14,8 +14,9 @@ pub use super::projected::{ConfigMapVolumeSource, KeyToPath};
 use super::projected::{DownwardApiVolumeSource, ProjectedVolumeSource};
 use super::quantity::Quantity;
 use super::serde_util::is_false;
-use super::status::PodStatus;
+use super::status::{PodPhase, PodStatus};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// A v1 Pod as stored on the device.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -70,6 +71,19 @@ pub struct PodSpec {
     pub hostname: String,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub subdomain: String,
+    /// Labels the node must have (checked again by the node at admission).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub node_selector: BTreeMap<String, String>,
+    /// Its required node affinity (checked again by the node at admission).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<super::affinity::Affinity>,
+    /// Entries added to the pod's managed `/etc/hosts`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub host_aliases: Vec<HostAlias>,
+    /// Whether the containers get the variables of the Services of the pod's
+    /// namespace (the master service's they get in any case); unset means true.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enable_service_links: Option<bool>,
     /// The service account whose tokens projected `serviceAccountToken` sources hold.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub service_account_name: String,
@@ -80,6 +94,15 @@ pub struct PodSpec {
     /// admission plugin does).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub automount_service_account_token: Option<bool>,
+}
+
+/// `spec.hostAliases[]`: one line of the pod's `/etc/hosts`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct HostAlias {
+    pub ip: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hostnames: Vec<String>,
 }
 
 /// What happens to a container that exits.
@@ -177,6 +200,18 @@ pub struct Volume {
     pub projected: Option<ProjectedVolumeSource>,
     #[serde(rename = "downwardAPI", skip_serializing_if = "Option::is_none")]
     pub downward_api: Option<DownwardApiVolumeSource>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub persistent_volume_claim: Option<PersistentVolumeClaimVolumeSource>,
+}
+
+/// A PersistentVolumeClaim of the pod's namespace: on a node, the directory of the
+/// `local` or `hostPath` PersistentVolume bound to it (a cluster pod only).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PersistentVolumeClaimVolumeSource {
+    pub claim_name: String,
+    #[serde(skip_serializing_if = "is_false")]
+    pub read_only: bool,
 }
 
 /// Scratch space living as long as the pod.
@@ -293,6 +328,21 @@ impl Pod {
     /// never is (deleting it is removing its file).
     pub fn terminating(&self) -> bool {
         self.source() == Source::Api && self.metadata.deletion_timestamp.is_some()
+    }
+
+    /// The terminal phase the API shows for a cluster pod this node ran: the uplink's
+    /// cache keeps `status.phase` once it is Succeeded or Failed, so that nothing of the
+    /// pod is started again, also after a reboot without the uplink (kubelet's rule: a
+    /// finished pod stays finished). Its stopped containers and logs stay until the pod
+    /// is deleted from the API. Local pods never carry one.
+    pub fn finished(&self) -> Option<PodPhase> {
+        if self.source() != Source::Api {
+            return None;
+        }
+        self.status
+            .as_ref()?
+            .phase
+            .filter(|p| matches!(p, PodPhase::Succeeded | PodPhase::Failed))
     }
 
     /// Init containers then app containers, in order.

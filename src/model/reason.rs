@@ -235,6 +235,9 @@ pub enum EventReason {
     FailedMount,
     /// The registry did not answer; the local copy of the image runs (tinylet's own).
     OfflineImage,
+    /// The node refused the pod at admission, with the refusal's own reason
+    /// (`OutOfcpu`, `SysctlForbidden`, `NodeAffinity`, `PodSecurity`, ...).
+    Refused(&'static str),
 }
 
 impl EventReason {
@@ -252,6 +255,7 @@ impl EventReason {
             EventReason::ProbeWarning => "ProbeWarning",
             EventReason::FailedMount => "FailedMount",
             EventReason::OfflineImage => "OfflineImage",
+            EventReason::Refused(reason) => reason,
         }
     }
 }

@@ -1,22 +1,41 @@
 //! RFC 3339 timestamps as Kubernetes writes them (`2026-11-29T22:40:28Z`), without a
 //! date-time crate: UTC only on output, whole seconds; offsets and fractions on input.
+//! Also the RFC 1123 form `kubectl describe` shows.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+/// A time's UTC date and time of day, and its day count since 1970.
+struct Utc {
+    days: u64,
+    date: (i64, i64, i64),
+    /// Hours, minutes, seconds.
+    clock: (u64, u64, u64),
+}
+
+impl Utc {
+    /// `t` in UTC, whole seconds (before 1970 clamps to it).
+    fn of(t: SystemTime) -> Utc {
+        let secs = t
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let (days, rem) = (secs / 86_400, secs % 86_400);
+        Utc {
+            days,
+            date: civil_from_days(days as i64),
+            clock: (rem / 3600, rem / 60 % 60, rem % 60),
+        }
+    }
+}
+
 /// Formats `t` as `YYYY-MM-DDTHH:MM:SSZ` (UTC, whole seconds; before 1970 clamps to it).
 pub fn format_rfc3339(t: SystemTime) -> String {
-    let secs = t
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    let (y, m, d) = civil_from_days(days as i64);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    )
+    let Utc {
+        date: (y, m, d),
+        clock: (h, mi, s),
+        ..
+    } = Utc::of(t);
+    format!("{y:04}-{m:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
 }
 
 /// `t` in RFC 3339 with milliseconds, UTC (`2026-11-29T12:00:00.250Z`): log lines.
@@ -27,6 +46,24 @@ pub fn format_rfc3339_millis(t: SystemTime) -> String {
         .unwrap_or(0);
     let secs = format_rfc3339(t);
     format!("{}.{millis:03}Z", secs.trim_end_matches('Z'))
+}
+
+/// `t` as kubectl describe shows times (RFC 1123 with a numeric zone, in UTC here):
+/// `Sat, 06 Dec 2025 06:02:38 +0000`.
+pub fn format_rfc1123z(t: SystemTime) -> String {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let Utc {
+        days,
+        date: (y, m, d),
+        clock: (h, mi, s),
+    } = Utc::of(t);
+    // 1970-01-01 was a Thursday.
+    let weekday = DAYS[(days % 7) as usize];
+    let month = MONTHS.get((m - 1) as usize).copied().unwrap_or("Jan");
+    format!("{weekday}, {d:02} {month} {y:04} {h:02}:{mi:02}:{s:02} +0000")
 }
 
 /// The current time in RFC 3339.
@@ -157,6 +194,14 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn times_as_kubectl_describe_shows_them() {
+        let t = |s: &str| format_rfc1123z(parse_rfc3339(s).unwrap());
+        assert_eq!(t("1970-01-01T00:00:00Z"), "Thu, 01 Jan 1970 00:00:00 +0000");
+        assert_eq!(t("2025-12-06T06:02:38Z"), "Sat, 06 Dec 2025 06:02:38 +0000");
+        assert_eq!(t("2024-02-29T23:59:59Z"), "Thu, 29 Feb 2024 23:59:59 +0000");
+    }
 
     fn at(secs: u64) -> SystemTime {
         UNIX_EPOCH + Duration::from_secs(secs)

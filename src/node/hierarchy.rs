@@ -141,21 +141,6 @@ impl Hierarchy {
         result
     }
 
-    /// The names of cgroup `rel`'s children (none when it does not exist).
-    pub fn children(&self, rel: &str) -> Vec<String> {
-        let dir = match self {
-            Hierarchy::V2(root) => below(root, rel),
-            Hierarchy::V1 { found, .. } => below(&found[0].1, rel),
-        };
-        let Ok(rd) = std::fs::read_dir(&dir) else {
-            return Vec::new();
-        };
-        rd.flatten()
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-            .filter_map(|e| e.file_name().into_string().ok())
-            .collect()
-    }
-
     /// The directory of cgroup `rel` where `controller`'s files are.
     pub fn dir(&self, controller: &str, rel: &str) -> Option<PathBuf> {
         match self {

@@ -3,6 +3,7 @@
 //! thresholds, conditions) and eviction. Workers ask it for a pod's cgroup parent; it
 //! never drives them.
 
+pub mod admit;
 pub mod capacity;
 pub mod cgroup_name;
 pub mod eviction;

@@ -6,9 +6,15 @@
 //!
 //! Workers ask for a pod's cgroup before its sandbox is made; a deleted pod's cgroup is
 //! removed once its processes are gone, and the container GC period sweeps cgroups of
-//! pods no longer desired (left by an agent that stopped), so nothing needs to be
-//! remembered across restarts. Adopted pods keep theirs: the name depends only on the
-//! pod's UID and QoS class.
+//! pods no longer desired. Only cgroups of pods this agent ran are ever removed: those
+//! it made, adopted, or found on its runtime as orphans (a pod deleted while the agent
+//! was away); another agent's pods under the same parent are never touched. Adopted
+//! pods keep theirs: the name depends only on the pod's UID and QoS class.
+//!
+//! One agent per pods' parent: the agent holds an exclusive `flock` on the parent's
+//! cgroup directory for its whole life (nothing is written; the kernel drops the lock
+//! with the process), and an agent whose parent another live agent holds refuses to
+//! start, naming it: two would rewrite each other's node allocatable limits.
 
 use super::capacity::Resources;
 use super::cgroup_name::CgroupName;
@@ -32,23 +38,28 @@ pub struct PodCgroups {
     /// CPU requests (millis) of the burstable pods, by UID: the tier's shares.
     burstable: RefCell<BTreeMap<String, i64>>,
     burstable_shares: Cell<i64>,
+    /// UIDs of the pods whose cgroups this agent may remove (see the module doc).
+    ours: RefCell<HashSet<String>>,
+    /// The flock on the pods' parent cgroup, held while the agent lives.
+    _lock: Option<std::fs::File>,
 }
 
 impl PodCgroups {
     /// Makes the pods' parent (with node allocatable when `enforceNodeAllocatable` has
-    /// `pods`) and the QoS tiers. `None`, after a warning naming what is missing, when
-    /// this machine cannot: pods then run in the runtime's default cgroup.
-    pub fn setup(cfg: &Config, capacity: &Resources) -> Option<PodCgroups> {
+    /// `pods`) and the QoS tiers. `Ok(None)`, after a warning naming what is missing,
+    /// when this machine cannot: pods then run in the runtime's default cgroup. An
+    /// error when another live agent holds the parent.
+    pub fn setup(cfg: &Config, capacity: &Resources) -> Result<Option<PodCgroups>, String> {
         if !cfg.cgroups_per_qos {
             log::info!("cgroupsPerQOS is off: pods run in the runtime's default cgroup");
-            return None;
+            return Ok(None);
         }
         let Some(hierarchy) = Hierarchy::detect() else {
             log::warn!(
                 "no cgroup or cgroup2 file system in /proc/self/mountinfo: pods run \
                  without pod cgroups and node allocatable is not enforced"
             );
-            return None;
+            return Ok(None);
         };
         let missing = hierarchy.missing();
         if !missing.is_empty() {
@@ -59,13 +70,15 @@ impl PodCgroups {
                 missing.join("/")
             );
         }
-        let pc = PodCgroups {
+        let mut pc = PodCgroups {
             pods: CgroupName::from_path(&cfg.cgroup_root).child(&cfg.pods_cgroup_name),
             hierarchy,
             driver: cfg.cgroup_driver,
             missing,
             burstable: RefCell::default(),
             burstable_shares: Cell::new(0),
+            ours: RefCell::default(),
+            _lock: None,
         };
         let alloc = capacity.allocatable(cfg);
         let enforce = cfg.enforce_node_allocatable.iter().any(|e| e == "pods");
@@ -88,11 +101,12 @@ impl PodCgroups {
                 "cannot set up the pods' cgroups ({e}): pods run in the runtime's default \
                  cgroup and node allocatable is not enforced"
             );
-            return None;
+            return Ok(None);
         }
+        pc._lock = pc.lock_parent()?;
         log::info!(
             "pod cgroups under {} (driver {}, cgroup {}); pods together may use {} \
-             bytes of memory and {} pids{}",
+             of memory and {} pids{}",
             pc.rel(&pc.pods),
             if pc.driver == CgroupDriver::Systemd {
                 "systemd"
@@ -100,7 +114,7 @@ impl PodCgroups {
                 "cgroupfs"
             },
             pc.hierarchy.version(),
-            alloc.memory,
+            crate::config::format_size(u64::try_from(alloc.memory).unwrap_or_default()),
             alloc.pids,
             if enforce {
                 ""
@@ -108,7 +122,45 @@ impl PodCgroups {
                 " (not enforced: enforceNodeAllocatable)"
             }
         );
-        Some(pc)
+        Ok(Some(pc))
+    }
+
+    /// Takes the flock on the pods' parent cgroup directory; an error naming the holder
+    /// when another process has it. A lock that cannot be taken for another reason is
+    /// logged, and the agent runs unguarded rather than not at all.
+    fn lock_parent(&self) -> Result<Option<std::fs::File>, String> {
+        use rustix::fs::{flock, FlockOperation};
+        let rel = self.rel(&self.pods);
+        let Some(dir) = CONTROLLERS
+            .iter()
+            .filter(|c| !self.missing.contains(c))
+            .find_map(|c| self.hierarchy.dir(c, &rel))
+        else {
+            return Ok(None);
+        };
+        let file = std::fs::File::open(&dir)
+            .map_err(|e| format!("the pods' cgroup {}: {e}", dir.display()))?;
+        match flock(&file, FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => Ok(Some(file)),
+            Err(rustix::io::Errno::WOULDBLOCK) => {
+                let holder = crate::store::agent_lock::holder_of_file(&file).map_or_else(
+                    || "another process".into(),
+                    |(pid, comm)| format!("pid {pid} ({comm})"),
+                );
+                Err(format!(
+                    "the pods' cgroup {rel} ({}) is held by another agent, {holder}: give this \
+                     agent a cgroupRoot or podsCgroupName of its own",
+                    dir.display()
+                ))
+            }
+            Err(e) => {
+                log::warn!(
+                    "the pods' cgroup {}: cannot lock it ({e}); nothing stops a second agent here",
+                    dir.display()
+                );
+                Ok(None)
+            }
+        }
     }
 
     /// The cgroup's path below the hierarchy's root, as the driver names it.
@@ -143,12 +195,6 @@ impl PodCgroups {
         self.tier(qos).child(&format!("pod{uid}"))
     }
 
-    /// The last path element of pod `uid`'s cgroup in the tier of `qos`.
-    fn leaf(&self, uid: &str, qos: QosClass) -> String {
-        let rel = self.rel(&self.pod_cgroup(uid, qos));
-        rel.rsplit('/').next().unwrap_or_default().to_string()
-    }
-
     /// The sandbox's `cgroup_parent` for `pod`: a cgroupfs path or a slice name.
     pub fn cgroup_parent(&self, pod: &Pod) -> String {
         let name = self.pod_cgroup(&pod.metadata.uid, qos_class(pod));
@@ -169,8 +215,15 @@ impl PodCgroups {
         Ok(())
     }
 
+    /// Takes pod `uid`'s cgroups for this agent's (a pod of its runtime it removes as
+    /// an orphan): the sweep may remove them.
+    pub fn claim(&self, uid: &str) {
+        self.ours.borrow_mut().insert(uid.to_string());
+    }
+
     /// Counts a running pod (made now or adopted) in its tier's CPU shares.
     pub fn note(&self, pod: &Pod) {
+        self.claim(&pod.metadata.uid);
         if qos_class(pod) == QosClass::Burstable {
             self.burstable
                 .borrow_mut()
@@ -206,48 +259,54 @@ impl PodCgroups {
         if self.burstable.borrow_mut().remove(uid).is_some() {
             self.update_burstable_shares();
         }
+        self.remove_tiers(uid, None);
+    }
+
+    /// Removes `uid`'s cgroups from every tier but `keep`'s; true when none is left.
+    fn remove_tiers(&self, uid: &str, keep: Option<QosClass>) -> bool {
+        let mut gone = true;
         for qos in [
             QosClass::Guaranteed,
             QosClass::Burstable,
             QosClass::BestEffort,
         ] {
+            if Some(qos) == keep {
+                continue;
+            }
             let rel = self.rel(&self.pod_cgroup(uid, qos));
             if let Err(e) = self.hierarchy.remove(&rel) {
                 log::debug!("pod cgroup {rel}: not removed yet: {e}");
+                gone = false;
             }
         }
+        gone
     }
 
-    /// Removes every pod cgroup that is not `desired`'s (in the tier of its QoS class):
-    /// pods deleted while the agent was away, or moved to another tier.
+    /// Removes the cgroups of this agent's pods that are not `desired`'s (deleted while
+    /// the agent was away, refused, or in another tier since their QoS class changed).
+    /// Cgroups of pods this agent never ran are left alone.
     pub fn sweep(&self, desired: &[&Pod]) {
-        let keep: HashSet<String> = desired
-            .iter()
-            .map(|p| self.leaf(&p.metadata.uid, qos_class(p)))
-            .collect();
         self.burstable
             .borrow_mut()
             .retain(|uid, _| desired.iter().any(|p| p.metadata.uid == *uid));
         self.update_burstable_shares();
-        for qos in [
-            QosClass::Guaranteed,
-            QosClass::Burstable,
-            QosClass::BestEffort,
-        ] {
-            let prefix = self.leaf("", qos);
-            let prefix = prefix.trim_end_matches(".slice");
-            let tier = self.rel(&self.tier(qos));
-            for child in self.hierarchy.children(&tier) {
-                if !child.starts_with(prefix) || keep.contains(&child) {
-                    continue;
+        let ours: Vec<String> = self.ours.borrow().iter().cloned().collect();
+        for uid in ours {
+            match desired.iter().find(|p| p.metadata.uid == uid) {
+                Some(p) => {
+                    self.remove_tiers(&uid, Some(qos_class(p)));
                 }
-                let rel = format!("{}/{child}", tier.trim_end_matches('/'));
-                match self.hierarchy.remove(&rel) {
-                    Ok(()) => log::info!("removed the cgroup {rel} of a pod that is gone"),
-                    Err(e) => log::debug!("pod cgroup {rel}: not removed yet: {e}"),
+                None if self.remove_tiers(&uid, None) => {
+                    log::debug!("pod cgroups of uid {uid}: removed (the pod is gone)");
+                    self.ours.borrow_mut().remove(&uid);
                 }
+                None => {}
             }
         }
+        log::debug!(
+            "pod cgroups swept ({} of this agent's pods known)",
+            self.ours.borrow().len()
+        );
     }
 
     /// The memory working set of `pod`'s cgroup (usage less inactive file pages, as

@@ -9,8 +9,9 @@ use crate::kuberuntime::resources::{
 };
 use crate::model::{Container, Pod};
 
-/// `max(sum over app containers, max over init containers)` of `f`, saturating.
-fn pod_total(pod: &Pod, f: impl Fn(&Container) -> i64) -> i64 {
+/// `max(sum over app containers, max over init containers)` of `f`, saturating: what a
+/// pod needs of a resource, init containers running one at a time before the others.
+pub fn pod_total(pod: &Pod, f: impl Fn(&Container) -> i64) -> i64 {
     let apps = pod
         .spec
         .containers

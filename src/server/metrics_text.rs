@@ -2,31 +2,24 @@
 //! kubelet has one (`kubelet_runtime_operations_*`, `kubelet_pleg_relist_duration_seconds`,
 //! `kubelet_running_containers`, `kubelet_image_garbage_collected_total`, and the
 //! `container_*` of its `/metrics/resource`), kube-state-metrics' for restarts, and
-//! `tinylet_*` for what neither shows (see README.md, "Status endpoint"); with the
+//! `tinylet_*` for what neither shows (see docs/operations.md, "Status endpoint"); with the
 //! uplink, also the pod events' spam filter and losses and the kubelet API's
 //! connections.
 //!
 //! Counters come from [`crate::metrics`]; pod phases and restarts from the status files;
 //! container states, CPU and memory from the runtime (ListContainers and
-//! ListContainerStats, at most [`CRI_WAIT`] each: a slow runtime leaves them out).
+//! ListContainerStats, at most `crate::answers::resource::CRI_WAIT` each: a slow runtime leaves them out).
 
-use super::http::Answer;
-use super::{process, Sources};
-use crate::cri::pb;
+use super::Sources;
+use crate::answers::process;
+use crate::answers::prom_text::{Text, CONTENT_TYPE};
+use crate::answers::resource::{bounded, container_usage};
+use crate::http::Answer;
 use crate::kuberuntime::labels;
-use crate::metrics::{self, Histogram, PLEG_EVENTS};
+use crate::metrics::{self, PLEG_EVENTS};
 use crate::model::status::PodPhase;
 use crate::model::Object;
 use crate::store::{Kind, Store};
-use std::fmt::Write;
-use std::future::Future;
-use std::time::Duration;
-
-/// How long a scrape waits for each runtime call.
-const CRI_WAIT: Duration = Duration::from_secs(5);
-
-/// The text format's content type.
-const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// The metrics as text.
 pub async fn answer(src: &Sources) -> Answer {
@@ -35,10 +28,10 @@ pub async fn answer(src: &Sources) -> Answer {
     runtime(&mut t, src).await;
     counters(&mut t);
     #[cfg(feature = "uplink")]
-    if let Some(u) = &src.uplink {
-        uplink(&mut t, u.client.counters());
+    if let Some(links) = &src.links {
+        uplink(&mut t, links.uplink.snapshot());
         events(&mut t, &src.ctx.events);
-        kubelet_api(&mut t, u.kubelet_api_bytes.snapshot());
+        kubelet_api(&mut t, links.kubelet_api.snapshot());
     }
     t.family(
         "process_resident_memory_bytes",
@@ -63,59 +56,6 @@ pub async fn answer(src: &Sources) -> Answer {
     );
     t.sample("process_open_fds", &[], process::open_fds());
     Answer::new(200, CONTENT_TYPE, t.0.into_bytes())
-}
-
-/// The text being written.
-struct Text(String);
-
-impl Text {
-    fn family(&mut self, name: &str, kind: &str, help: &str) {
-        let _ = write!(self.0, "# HELP {name} {help}\n# TYPE {name} {kind}\n");
-    }
-
-    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: u64) {
-        self.series(name, labels);
-        let _ = writeln!(self.0, " {value}");
-    }
-
-    /// A sample in seconds, from nanoseconds (integer formatting only).
-    fn seconds(&mut self, name: &str, labels: &[(&str, &str)], nanos: u64) {
-        self.series(name, labels);
-        let (s, n) = (nanos / 1_000_000_000, nanos % 1_000_000_000);
-        let _ = writeln!(self.0, " {s}.{n:09}");
-    }
-
-    /// `name{k="v",...}` with the values escaped.
-    fn series(&mut self, name: &str, labels: &[(&str, &str)]) {
-        self.0.push_str(name);
-        for (i, (k, v)) in labels.iter().enumerate() {
-            self.0.push(if i == 0 { '{' } else { ',' });
-            let _ = write!(self.0, "{k}=\"");
-            for c in v.chars() {
-                match c {
-                    '\\' => self.0.push_str("\\\\"),
-                    '"' => self.0.push_str("\\\""),
-                    '\n' => self.0.push_str("\\n"),
-                    c => self.0.push(c),
-                }
-            }
-            self.0.push('"');
-        }
-        if !labels.is_empty() {
-            self.0.push('}');
-        }
-    }
-
-    fn histogram(&mut self, name: &str, labels: &[(&str, &str)], h: &Histogram) {
-        let bucket = format!("{name}_bucket");
-        for (le, n) in h.cumulative().chain([("+Inf", h.count)]) {
-            let mut with_le = labels.to_vec();
-            with_le.push(("le", le));
-            self.sample(&bucket, &with_le, n);
-        }
-        self.seconds(&format!("{name}_sum"), labels, h.sum_nanos);
-        self.sample(&format!("{name}_count"), labels, h.count);
-    }
 }
 
 /// Pods by phase and container restarts, from the status files.
@@ -168,15 +108,6 @@ fn pods(t: &mut Text, cfg: &crate::config::Config) {
     t.0.push_str(&restarts.0);
 }
 
-/// Waits at most [`CRI_WAIT`] for a runtime call; `None` when it failed or took longer.
-async fn bounded<T>(call: impl Future<Output = Result<T, crate::cri::CriError>>) -> Option<T> {
-    let late = async {
-        async_io::Timer::after(CRI_WAIT).await;
-        None
-    };
-    smol::future::or(async { call.await.ok() }, late).await
-}
-
 /// Containers by state, and each running container's CPU and memory, from the runtime.
 async fn runtime(t: &mut Text, src: &Sources) {
     const STATES: [&str; 4] = ["created", "running", "exited", "unknown"];
@@ -204,83 +135,6 @@ async fn runtime(t: &mut Text, src: &Sources) {
         .await
         .unwrap_or_default();
     container_usage(t, &stats);
-}
-
-/// `GET /metrics/resource` of the kubelet API: kubelet's resource metrics, the node's
-/// CPU time and memory working set, each container's (CRI ListContainerStats), and
-/// `scrape_error` (1 when the runtime did not answer).
-pub async fn resource_answer(ctx: &crate::agent::context::Context) -> Answer {
-    let mut t = Text(String::with_capacity(4 << 10));
-    t.family(
-        "node_cpu_usage_seconds_total",
-        "counter",
-        "Cumulative cpu time consumed by the node in core-seconds",
-    );
-    t.seconds(
-        "node_cpu_usage_seconds_total",
-        &[],
-        process::node_cpu_nanos(),
-    );
-    t.family(
-        "node_memory_working_set_bytes",
-        "gauge",
-        "Current working set of the node in bytes",
-    );
-    t.sample(
-        "node_memory_working_set_bytes",
-        &[],
-        process::node_memory_working_set_bytes(),
-    );
-    let stats = bounded(ctx.cri.runtime.list_container_stats(None)).await;
-    container_usage(&mut t, stats.as_deref().unwrap_or_default());
-    t.family(
-        "scrape_error",
-        "gauge",
-        "1 if there was an error while getting container metrics, 0 otherwise",
-    );
-    t.sample("scrape_error", &[], u64::from(stats.is_none()));
-    Answer::new(200, CONTENT_TYPE, t.0.into_bytes())
-}
-
-/// Each of our containers' CPU time and memory working set.
-fn container_usage(t: &mut Text, stats: &[pb::ContainerStats]) {
-    const CPU: &str = "container_cpu_usage_seconds_total";
-    const MEM: &str = "container_memory_working_set_bytes";
-    fn key(s: &pb::ContainerStats) -> Option<[(&'static str, &str); 3]> {
-        let a = s.attributes.as_ref()?;
-        let get = |k| a.labels.get(k).map(String::as_str);
-        a.labels.get(labels::POD_UID)?;
-        Some([
-            ("container", get(labels::CONTAINER_NAME)?),
-            ("pod", get(labels::POD_NAME)?),
-            ("namespace", get(labels::POD_NAMESPACE)?),
-        ])
-    }
-    t.family(
-        CPU,
-        "counter",
-        "Cumulative CPU time consumed by the container in core-seconds.",
-    );
-    for s in stats {
-        let cpu = s
-            .cpu
-            .as_ref()
-            .and_then(|c| c.usage_core_nano_seconds.as_ref());
-        if let (Some(k), Some(cpu)) = (key(s), cpu) {
-            t.seconds(CPU, &k, cpu.value);
-        }
-    }
-    t.family(
-        MEM,
-        "gauge",
-        "Current working set of the container in bytes.",
-    );
-    for s in stats {
-        let mem = s.memory.as_ref().and_then(|m| m.working_set_bytes.as_ref());
-        if let (Some(k), Some(mem)) = (key(s), mem) {
-            t.sample(MEM, &k, mem.value);
-        }
-    }
 }
 
 /// kubelet's `operation_type` for a CRI method path: `/runtime.v1.RuntimeService/
@@ -395,6 +249,16 @@ fn counters(t: &mut Text) {
                 "Files written to the state directory (flash wear).",
                 &m.state_written_files,
             ),
+            (
+                "tinylet_code_page_trims_total",
+                "Trims of the agent's code pages it no longer runs (codePageTrim).",
+                &m.code_page_trims,
+            ),
+            (
+                "tinylet_code_page_trimmed_kib_total",
+                "KiB of code pages the trims gave back.",
+                &m.code_page_trimmed_kib,
+            ),
         ];
         for (name, help, v) in plain {
             t.family(name, "counter", help);
@@ -412,7 +276,7 @@ fn counters(t: &mut Text) {
 
 /// The uplink's bytes on the wire and reconnects.
 #[cfg(feature = "uplink")]
-fn uplink(t: &mut Text, c: crate::uplink::counters::Snapshot) {
+fn uplink(t: &mut Text, c: crate::tls::counters::Snapshot) {
     let figures = [
         (
             "tinylet_uplink_sent_bytes_total",
@@ -450,6 +314,11 @@ fn events(t: &mut Text, r: &crate::agent::events::Recorder) {
             "Pod event occurrences held back by the spam filter (counted, sent later).",
             r.filtered(),
         ),
+        (
+            "tinylet_events_refused_total",
+            "Pod events the API server refused for good (namespace gone, forbidden, invalid): dropped.",
+            r.refused_total(),
+        ),
     ];
     for (name, help, v) in figures {
         t.family(name, "counter", help);
@@ -459,7 +328,7 @@ fn events(t: &mut Text, r: &crate::agent::events::Recorder) {
 
 /// The kubelet API's connections (authorized, and refused by reason) and its bytes.
 #[cfg(feature = "uplink")]
-fn kubelet_api(t: &mut Text, bytes: crate::uplink::counters::Snapshot) {
+fn kubelet_api(t: &mut Text, bytes: crate::tls::counters::Snapshot) {
     let figures = [
         (
             "tinylet_kubelet_api_sent_bytes_total",
@@ -488,7 +357,7 @@ fn kubelet_api(t: &mut Text, bytes: crate::uplink::counters::Snapshot) {
         t.family(
             REFUSED,
             "counter",
-            "kubelet API connections refused: TLS handshake failed, 401 or 403.",
+            "kubelet API connections refused: TLS handshake failed or too slow, 401, 403, or closed for a newcomer past the connection bounds.",
         );
         for (why, n) in metrics::KUBELET_API_REFUSED
             .iter()
@@ -538,29 +407,11 @@ mod tests {
         }
     }
 
-    #[test]
-    fn samples_escape_label_values_and_histograms_are_cumulative() {
-        let mut t = Text(String::new());
-        t.sample("m", &[("a", "x\"y\\z\nw"), ("b", "c")], 15);
-        t.seconds("s", &[], 1_500_000_000);
-        assert_eq!(t.0, "m{a=\"x\\\"y\\\\z\\nw\",b=\"c\"} 15\ns 1.500000000\n");
-        let mut h = Histogram::default();
-        h.observe(Duration::from_millis(20));
-        h.observe(Duration::from_secs(60));
-        let mut t = Text(String::new());
-        t.histogram("d", &[("op", "v")], &h);
-        assert!(t.0.starts_with("d_bucket{op=\"v\",le=\"0.005\"} 0\n"));
-        assert!(t.0.contains("d_bucket{op=\"v\",le=\"0.025\"} 1\n"));
-        assert!(t.0.contains(
-            "d_bucket{op=\"v\",le=\"+Inf\"} 2\nd_sum{op=\"v\"} 60.020000000\nd_count{op=\"v\"} 2\n"
-        ));
-    }
-
     #[cfg(feature = "uplink")]
     #[test]
     fn events_held_back_and_kubelet_api_refusals_are_counted() {
         use crate::agent::events::{spam, Recorder};
-        let r = Recorder::default();
+        let r = Recorder::sending();
         let mut pod = crate::model::Pod::default();
         pod.metadata.uid = "u".into();
         for _ in 0..spam::BURST + 3 {
@@ -576,7 +427,7 @@ mod tests {
         metrics::kubelet_api_refused(metrics::Refused::Forbidden);
         metrics::kubelet_api_refused(metrics::Refused::Forbidden);
         metrics::kubelet_api_refused(metrics::Refused::TlsHandshake);
-        let bytes = crate::uplink::counters::Counters::default();
+        let bytes = crate::tls::counters::Counters::default();
         bytes.sent(300);
         bytes.received(120);
         let mut t = Text(String::new());

@@ -1,7 +1,8 @@
 //! The endpoint's routes: which answer each request gets.
 
-use super::http::{Answer, Head};
-use super::{metrics_text, pods, Sources};
+use super::{metrics_text, Sources};
+use crate::answers::{healthz, pods};
+use crate::http::{Answer, Head};
 
 /// The answer to `head`: the route's, 404 for other paths, 405 for methods other than GET.
 pub async fn answer(src: &Sources, head: &Head) -> Answer {
@@ -13,13 +14,5 @@ pub async fn answer(src: &Sources, head: &Head) -> Answer {
         "/pods" => pods::answer(&src.ctx.cfg),
         "/metrics" => metrics_text::answer(src).await,
         _ => Answer::text(404, "not found; served: /healthz, /pods, /metrics\n"),
-    }
-}
-
-/// 200 `ok` while the sync loop ticks and relists; 503 with the reason otherwise.
-pub fn healthz(cfg: &crate::config::Config) -> Answer {
-    match crate::metrics::health::check(cfg.pleg_period) {
-        Ok(()) => Answer::text(200, "ok\n"),
-        Err(why) => Answer::text(503, &format!("{why}\n")),
     }
 }

@@ -88,6 +88,12 @@ impl std::error::Error for LockError {
     }
 }
 
+/// The pid and command name of the process holding a `flock` on `file`'s inode.
+pub fn holder_of_file(file: &File) -> Option<(u32, String)> {
+    let m = file.metadata().ok()?;
+    holder_of(m.dev(), m.ino())
+}
+
 /// The pid and command name of the process holding a `flock` on the inode `dev`/`ino`,
 /// from `/proc/locks`.
 fn holder_of(dev: u64, ino: u64) -> Option<(u32, String)> {

@@ -35,6 +35,9 @@ impl Store {
     ) -> Result<bool, StoreError> {
         self.check_writable()?;
         let file = layout::file_name(ns, name).map_err(|e| StoreError::Invalid(e.0))?;
+        if let Some(m) = self.memory_for(kind) {
+            return Ok(m.put(ns, name, bytes));
+        }
         let dir = self.cluster.kind_dir(kind);
         let digest = fnv1a128(bytes);
         let key = (kind, file);
@@ -61,6 +64,9 @@ impl Store {
     pub fn remove_cluster(&mut self, kind: Kind, ns: &str, name: &str) -> Result<bool, StoreError> {
         self.check_writable()?;
         let file = layout::file_name(ns, name).map_err(|e| StoreError::Invalid(e.0))?;
+        if let Some(m) = self.memory_for(kind) {
+            return Ok(m.remove(ns, name));
+        }
         let dir = self.cluster.kind_dir(kind);
         self.cluster_known.remove(&(kind, file.clone()));
         atomic::remove_file(&dir, &file).at(&dir.join(&file))
@@ -73,25 +79,25 @@ impl Store {
 
     /// `(namespace, name)` of every cluster object file of `kind`, sorted.
     pub fn cluster_names(&self, kind: Kind) -> Vec<(String, String)> {
+        if let (Kind::Secret, Some(m)) = (kind, &self.memory_secrets) {
+            return m.names();
+        }
         let dir = self.cluster.kind_dir(kind);
         let Ok(entries) = std::fs::read_dir(&dir) else {
             return Vec::new();
         };
-        let mut out: Vec<(String, String)> = entries
-            .filter_map(|e| {
-                let f = e.ok()?.file_name().into_string().ok()?;
-                let (ns, name) = layout::parse_file_name(&f)?;
-                Some((ns.to_string(), name.to_string()))
-            })
-            .collect();
-        out.sort();
-        out
+        layout::sorted_names(entries)
     }
 
     /// The cluster object `kind` `ns/name` (a pod with its source set), if stored and
     /// valid (a bad file is quarantined; a bad pod file only logged).
     pub fn cluster_get(&mut self, kind: Kind, ns: &str, name: &str) -> Option<Object> {
         let file = layout::file_name(ns, name).ok()?;
+        if let (Kind::Secret, Some(m)) = (kind, &self.memory_secrets) {
+            let source = format!("secret {ns}/{name} (in memory)");
+            let obj = crate::model::parse_object(&source, m.get(ns, name)?).ok()?;
+            return Some(with_source(obj, Source::Api));
+        }
         match state_files::read_or_quarantine(&self.cluster, kind, &file, self.cluster_access(kind))
         {
             Ok(found) => found.map(|s| with_source(s.object, Source::Api)),
@@ -108,6 +114,13 @@ impl Store {
             .into_iter()
             .map(|o| with_source(o, Source::Api))
             .collect()
+    }
+
+    /// The in-memory table that holds `kind` instead of the disk, if any.
+    fn memory_for(&mut self, kind: Kind) -> Option<&mut super::memory_secrets::MemorySecrets> {
+        (kind == Kind::Secret)
+            .then_some(self.memory_secrets.as_mut())
+            .flatten()
     }
 
     /// How the uplink's reads treat a bad file: a damaged pod file is only logged (the

@@ -192,6 +192,19 @@ pub fn parse_file_name(file: &str) -> Option<(&str, &str)> {
     Some((ns, name))
 }
 
+/// The `(namespace, name)` of a directory's object files, sorted; other entries skipped.
+pub fn sorted_names(entries: std::fs::ReadDir) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = entries
+        .filter_map(|e| {
+            let f = e.ok()?.file_name().into_string().ok()?;
+            let (ns, name) = parse_file_name(&f)?;
+            Some((ns.to_string(), name.to_string()))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -67,9 +67,12 @@ mod cluster;
 pub mod digest;
 mod error;
 pub mod firmware;
+#[cfg(feature = "uplink")]
+pub mod kept;
 pub mod layout;
 #[cfg(feature = "uplink")]
 pub mod local_pods;
+mod memory_secrets;
 pub mod notify;
 mod quarantine;
 mod state_files;
@@ -115,10 +118,13 @@ pub struct Changes {
     pub pods: bool,
     /// A configMap or secret may have changed (pods may read them).
     pub objects: bool,
+    /// A pod's status file (or deletion record) may have changed: the agent's view, not
+    /// a desired object, so [`Changes::any`] leaves it out.
+    pub status: bool,
 }
 
 impl Changes {
-    /// Whether anything may have changed.
+    /// Whether any desired object may have changed.
     pub fn any(self) -> bool {
         self.pods || self.objects
     }
@@ -187,6 +193,8 @@ pub struct Store {
     watch: Option<Watch>,
     bytes_written: u64,
     read_only: bool,
+    /// The cluster's secrets, when they are held in memory only (`cacheSecrets: false`).
+    memory_secrets: Option<memory_secrets::MemorySecrets>,
 }
 
 impl Store {
@@ -216,6 +224,7 @@ impl Store {
             watch: None,
             bytes_written: 0,
             read_only: true,
+            memory_secrets: None,
         }
     }
 
@@ -250,6 +259,7 @@ impl Store {
             watch: None,
             bytes_written: 0,
             read_only: false,
+            memory_secrets: None,
         };
         store.ensure_cluster_dirs()?;
         Ok(store)
@@ -531,9 +541,14 @@ impl Store {
         let first_firmware = CLUSTER_WATCH + Kind::ALL.len();
         let firmware =
             (first_firmware..first_firmware + self.firmware.dirs().len()).any(|i| dirs.dir(i));
+        let in_memory = self
+            .memory_secrets
+            .as_mut()
+            .is_some_and(|m| m.take_changed());
         Changes {
             pods: firmware || kind(Kind::Pod),
-            objects: firmware || kind(Kind::ConfigMap) || kind(Kind::Secret),
+            objects: firmware || kind(Kind::ConfigMap) || kind(Kind::Secret) || in_memory,
+            status: dirs.dir(STATUS_WATCH),
         }
     }
 

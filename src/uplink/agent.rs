@@ -5,8 +5,9 @@
 //! spawned on the agent's one executor and never ends the agent: while the API server
 //! is away they retry with back-off and the pods keep running from the store.
 
-use super::{kubeconfig, ApiClient, ClientOptions, SetupError};
+use super::{ApiClient, ClientOptions, SetupError};
 use crate::agent::context::Context;
+use crate::tls::kubeconfig;
 use std::rc::Rc;
 
 /// What the uplink's tasks share.
@@ -18,9 +19,9 @@ pub struct Uplink {
     /// The agent's shared state: config, CRI client, store, host facts.
     pub ctx: Rc<Context>,
     /// The port the kubelet API serves on (0: it does not), for the Node's status.
-    pub kubelet_port: std::cell::Cell<u16>,
+    pub kubelet_port: Rc<std::cell::Cell<u16>>,
     /// The kubelet API's TLS bytes (all its connections), for `/metrics`.
-    pub kubelet_api_bytes: Rc<super::counters::Counters>,
+    pub kubelet_api_bytes: Rc<crate::tls::counters::Counters>,
 }
 
 /// Reads the node's kubeconfig and makes the uplink; `None` for a local-only config.
@@ -36,7 +37,7 @@ pub fn new(ctx: &Rc<Context>) -> Result<Option<Rc<Uplink>>, SetupError> {
         "uplink: node {} at {} ({})",
         ctx.host.node_name,
         kc.server.authority(),
-        super::identity::describe(&kc)
+        crate::tls::identity::describe(&kc)
     );
     Ok(Some(Rc::new(Uplink {
         client,

@@ -11,11 +11,11 @@
 
 use super::api_status::status_of;
 use super::conn::{Connection, Keepalive};
-use super::counters::Snapshot;
 use super::error::{ApiError, SetupError};
-use super::kubeconfig::{Credentials, Kubeconfig};
 use super::query::ListParams;
 use super::watch::WatchStream;
+use crate::tls::counters::Snapshot;
+use crate::tls::kubeconfig::{Credentials, Kubeconfig};
 use async_io::Timer;
 use bytes::{Bytes, BytesMut};
 use http::{HeaderValue, Method, Request, StatusCode};
@@ -108,7 +108,7 @@ const PROTOBUF_OR_JSON: &str = "application/vnd.kubernetes.protobuf, application
 impl ApiClient {
     /// A client for a loaded kubeconfig. Nothing is connected until the first request.
     pub fn new(kc: &Kubeconfig, options: ClientOptions) -> Result<ApiClient, SetupError> {
-        let tls = super::tls::target(kc)?;
+        let tls = crate::tls::config::target(kc)?;
         let authorization = match &kc.credentials {
             Credentials::Token(t) => {
                 let mut v =
@@ -127,7 +127,7 @@ impl ApiClient {
         let agent = format!(
             "tinylet/{} (linux/{})",
             env!("CARGO_PKG_VERSION"),
-            go_arch()
+            crate::agent::host::go_arch()
         );
         Ok(ApiClient {
             conn: Connection::new(kc.server.clone(), tls, options.keepalive),
@@ -143,9 +143,20 @@ impl ApiClient {
         self.conn.counters().snapshot()
     }
 
+    /// The counters themselves, for a reader that takes its own snapshots (`/metrics`).
+    pub fn shared_counters(&self) -> std::rc::Rc<crate::tls::counters::Counters> {
+        self.conn.counters().clone()
+    }
+
     /// The options the client was made with.
     pub fn options(&self) -> &ClientOptions {
         &self.options
+    }
+
+    /// The API server's host (a name or an IP address) and port, from the kubeconfig.
+    pub fn server_host_port(&self) -> (String, u16) {
+        let s = self.conn.server();
+        (s.host.clone(), s.port)
     }
 
     /// Waits until the connection is up (making it if needed, within the request
@@ -355,6 +366,7 @@ impl ApiClient {
             return match response.await {
                 Ok(r) => {
                     self.conn.answered(generation);
+                    self.conn.told(&r);
                     Ok((r, generation))
                 }
                 Err(e) => {
@@ -425,14 +437,4 @@ fn encode<B: Serialize>(body: &B) -> Result<Bytes, ApiError> {
 
 fn decode<T: DeserializeOwned>(bytes: Bytes) -> Result<T, ApiError> {
     serde_json::from_slice(&bytes).map_err(ApiError::Decode)
-}
-
-/// The architecture as Go (and so Kubernetes) names it.
-pub fn go_arch() -> &'static str {
-    match std::env::consts::ARCH {
-        "aarch64" => "arm64",
-        "x86_64" => "amd64",
-        "arm" => "arm",
-        other => other,
-    }
 }

@@ -3,10 +3,15 @@
 //!
 //! Reconnecting: a request that finds no connection makes one (one attempt at a time;
 //! the others wait for it). Failed attempts are spaced by [`super::backoff`] (1 s to
-//! 30 s, jittered; a connection that breaks before any answer counts as a failed
-//! attempt); a request waits for the next attempt while its deadline allows, and
+//! 8 s, to 30 s once the server has been away two minutes, jittered; a connection that
+//! breaks before any answer counts as a failed attempt); a request waits for the next attempt while its deadline allows, and
 //! otherwise fails with `Unavailable` and the last connection error. Nothing here ever
 //! gives up for good: the next request tries again.
+//!
+//! Overload: a 429 or 503 answer with `Retry-After` holds every request of the
+//! connection until then ([`super::backoff::retry_after`]: jittered); a request whose
+//! deadline comes first fails at once with `Unavailable`, and its owner tries again
+//! with its own pacing, so a loaded API server is not asked again before it said.
 //!
 //! Dead links: an uplink that goes away without a TCP reset (a cut cable, a NAT that
 //! forgot the flow) is noticed by an HTTP/2 PING when nothing was received for
@@ -16,11 +21,11 @@
 //! ever sent.
 
 use super::backoff::{self, Backoff};
-use super::counters::Counters;
 use super::error::{ApiError, ConnectError};
-use super::kubeconfig::ServerUrl;
-use super::tls::TlsTarget;
-use super::tls_io::TlsStream;
+use crate::tls::config::TlsTarget;
+use crate::tls::counters::Counters;
+use crate::tls::kubeconfig::ServerUrl;
+use crate::tls::stream::TlsStream;
 use async_io::{Async, Timer};
 use bytes::Bytes;
 use h2::client::SendRequest;
@@ -79,6 +84,8 @@ struct State {
     generations: u64,
     backoff: Backoff,
     last_error: Option<String>,
+    /// The server asked to wait (Retry-After) until then.
+    held_until: Option<Instant>,
 }
 
 impl Connection {
@@ -99,13 +106,14 @@ impl Connection {
         &self.shared.server
     }
 
-    pub fn counters(&self) -> &Counters {
+    pub fn counters(&self) -> &Rc<Counters> {
         &self.shared.counters
     }
 
     /// The live connection (and its generation), connecting first if needed, by
     /// `deadline`.
     pub async fn sender(&self, deadline: Instant) -> Result<(SendRequest<Bytes>, u64), ApiError> {
+        self.wait_if_held(deadline).await?;
         loop {
             if let Some(live) = self.current() {
                 return Ok(live);
@@ -148,6 +156,47 @@ impl Connection {
                 }
             }
         }
+    }
+
+    /// Waits out a `Retry-After` the server gave, or fails when it outlasts `deadline`.
+    async fn wait_if_held(&self, deadline: Instant) -> Result<(), ApiError> {
+        let now = Instant::now();
+        let Some(until) = self.shared.state.borrow().held_until.filter(|t| *t > now) else {
+            return Ok(());
+        };
+        if until > deadline {
+            let retry_in = until - now;
+            return Err(ApiError::Unavailable(ConnectError::AskedToWait {
+                retry_in,
+            }));
+        }
+        Timer::at(until).await;
+        Ok(())
+    }
+
+    /// Notes an answer's `Retry-After` when it is a 429 or 503: no request of this
+    /// connection goes before it passed.
+    pub fn told<B>(&self, answer: &http::Response<B>) {
+        if !matches!(answer.status().as_u16(), 429 | 503) {
+            return;
+        }
+        let header = answer.headers().get(http::header::RETRY_AFTER);
+        let Some(wait) = header
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| backoff::retry_after(v, backoff::random()))
+        else {
+            return;
+        };
+        let until = Instant::now() + wait;
+        let mut state = self.shared.state.borrow_mut();
+        if state.held_until.is_none_or(|t| t < until) {
+            log::debug!(
+                "API server: HTTP {}; asked to wait {wait:.1?}",
+                answer.status()
+            );
+            state.held_until = Some(until);
+        }
+        self.shared.counters.asked_to_wait();
     }
 
     fn current(&self) -> Option<(SendRequest<Bytes>, u64)> {

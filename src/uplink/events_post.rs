@@ -31,7 +31,18 @@ pub async fn run(uplink: Rc<Uplink>) {
         for e in events.unsent() {
             match send(&uplink, &e).await {
                 Ok(()) => events.sent(&e.name, e.due),
+                Err(err) if refused_for_good(&err) => {
+                    // This event only: the next ones are sent at once.
+                    log::debug!(
+                        "event {}/{} ({}) refused, dropped: {err}",
+                        e.namespace,
+                        e.name,
+                        e.reason
+                    );
+                    events.refused(&e.name);
+                }
                 Err(err) => {
+                    // The server is away or busy: every event would fail alike.
                     log::debug!("event {}/{} ({}): {err}", e.namespace, e.name, e.reason);
                     Timer::after(RETRY).await;
                     break;
@@ -40,6 +51,13 @@ pub async fn run(uplink: Rc<Uplink>) {
         }
         Timer::after(PACE).await;
     }
+}
+
+/// An answer about this event itself, which sending it again would get again: its
+/// namespace is gone (404 on create), is being deleted or the node may not write there
+/// (403), or the event is invalid (422).
+fn refused_for_good(err: &ApiError) -> bool {
+    err.is_not_found() || err.is_forbidden() || err.is_invalid()
 }
 
 /// Creates the Event object, or patches its count when the API server has it (the count

@@ -7,7 +7,7 @@
 //!   only when it changed or `nodeStatusReportFrequency` passed, as kubelet does with
 //!   leases on. Unlike kubelet it does not GET the Node before each update (kubelet's
 //!   largest cost on the uplink): it compares with what it sent last.
-//! - The lease task renews `kube-node-lease/NAME` every leaseDuration/4 ([`lease`]).
+//! - The lease task renews `kube-node-lease/NAME` every leaseDuration/2 ([`lease`]).
 //!
 //! When the API server is away both fail softly and try again ([`retry`]); the pods run
 //! on from the store meanwhile. Once a renewal works again after failures (or came late:
@@ -36,11 +36,16 @@ use runtime::RuntimeHealth;
 use serde_json::{json, Value};
 use smol::channel::{Receiver, Sender};
 use status::{NodeStatus, Observed, PriorCondition};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::rc::Rc;
 use std::time::{Duration, Instant, SystemTime};
+
+/// How long after an outage the Node is read before each status: longer than the node
+/// lifecycle controller takes to catch up after an API-server restart (its informers
+/// relist with a back-off of their own, then it looks every 5 s).
+const WATCHFUL: Duration = Duration::from_secs(120);
 
 /// Registers the Node, then keeps its status and Lease current; never returns.
 pub async fn run(up: Rc<Uplink>) {
@@ -48,9 +53,10 @@ pub async fn run(up: Rc<Uplink>) {
         return;
     };
     let node_uid = Rc::new(RefCell::new(String::new()));
+    let heartbeat = Rc::new(Cell::new(None));
     let (wake_tx, wake_rx) = smol::channel::bounded(1);
     let mut node = StatusTask {
-        machine: Machine::read(&up.ctx, api.max_pods),
+        machine: Machine::read(&up.ctx, up.ctx.cfg.max_pods),
         up: up.clone(),
         api,
         node_uid: node_uid.clone(),
@@ -60,12 +66,19 @@ pub async fn run(up: Rc<Uplink>) {
         sent: None,
         label_fixes: BTreeMap::new(),
         force: false,
+        watchful_until: None,
         retry: Retry::new("node status"),
         wake: wake_rx,
+        heartbeat: heartbeat.clone(),
     };
     node.register().await;
     let duration = node.api.node_lease_duration_seconds;
-    crate::rt::spawn(renew_lease(up, duration, node_uid, wake_tx)).detach();
+    let beats = Beats {
+        node_uid,
+        wake: wake_tx,
+        status_sent: heartbeat,
+    };
+    crate::rt::spawn(renew_lease(up, duration, beats)).detach();
     node.run().await
 }
 
@@ -114,9 +127,13 @@ struct StatusTask {
     label_fixes: BTreeMap<String, String>,
     /// Send the next status even if unchanged.
     force: bool,
+    /// Until when the Node is read before each status (see [`StatusTask::run`]).
+    watchful_until: Option<Instant>,
     retry: Retry,
     /// Woken by the lease task when the API server answers again after an outage.
     wake: Receiver<()>,
+    /// When a status (with the Ready condition's new heartbeat time) was last sent.
+    heartbeat: Rc<Cell<Option<Instant>>>,
 }
 
 impl StatusTask {
@@ -132,8 +149,12 @@ impl StatusTask {
             let err = match created {
                 Ok(n) => {
                     log::info!("node {name}: registered with the API server");
-                    *self.node_uid.borrow_mut() = ExistingNode::from_json(&n).uid;
-                    self.sent = Some((status, Instant::now()));
+                    let n = ExistingNode::from_json(&n);
+                    *self.up.ctx.node_labels.borrow_mut() = n.labels;
+                    *self.node_uid.borrow_mut() = n.uid;
+                    let now = Instant::now();
+                    self.sent = Some((status, now));
+                    self.heartbeat.set(Some(now));
                     self.retry.succeeded();
                     return;
                 }
@@ -143,6 +164,7 @@ impl StatusTask {
                         let n = ExistingNode::from_json(&n);
                         *self.node_uid.borrow_mut() = n.uid;
                         self.label_fixes = register::label_fixes(&self.machine, &n.labels);
+                        *self.up.ctx.node_labels.borrow_mut() = n.labels;
                         self.priors = n.conditions;
                         self.sent = None;
                         self.retry.succeeded();
@@ -157,10 +179,18 @@ impl StatusTask {
     }
 
     /// Sends the status whenever due; never returns.
+    ///
+    /// After an outage (woken by the lease task) the status goes out at once, built on
+    /// the conditions the API shows. For [`WATCHFUL`] after that the Node is read again
+    /// at each step and the status sent when the API shows other conditions than the
+    /// node's: the node lifecycle controller, catching up after an API-server restart,
+    /// may mark the Node Unknown after that first status (kubelet, which reads its Node
+    /// every 10 s, would see it too).
     async fn run(&mut self) -> ! {
         let every = self.api.node_status_update_frequency;
         loop {
-            if self.force {
+            let watchful = self.watchful_until.is_some_and(|t| Instant::now() < t);
+            if self.force || watchful {
                 self.refresh_priors().await;
             }
             let status = self.observe().await;
@@ -178,7 +208,12 @@ impl StatusTask {
                 let name = self.up.node_name.clone();
                 match send_status(&self.up.client, &name, &status, &self.label_fixes).await {
                     Ok(()) => {
-                        self.sent = Some((status, Instant::now()));
+                        if self.force {
+                            self.watchful_until = Some(Instant::now() + WATCHFUL);
+                        }
+                        let now = Instant::now();
+                        self.sent = Some((status, now));
+                        self.heartbeat.set(Some(now));
                         self.label_fixes.clear();
                         self.force = false;
                         self.retry.succeeded();
@@ -203,7 +238,10 @@ impl StatusTask {
     async fn refresh_priors(&mut self) {
         let path = resource_path("v1", None, "nodes", Some(&self.up.node_name), None);
         match self.up.client.get::<Value>(&path).await {
-            Ok(n) => self.priors = status::priors_from_json(&n["status"]["conditions"]),
+            Ok(n) => {
+                self.priors = status::priors_from_json(&n["status"]["conditions"]);
+                *self.up.ctx.node_labels.borrow_mut() = ExistingNode::from_json(&n).labels;
+            }
             Err(e) => log::debug!("node status: reading the Node: {e}"),
         }
     }
@@ -277,35 +315,54 @@ impl StatusTask {
     }
 }
 
-/// Renews the Lease every quarter of its duration, forever. Each renewal is made once
+/// What the lease task shares with the status task.
+struct Beats {
+    /// The Node's uid, for the Lease's owner reference.
+    node_uid: Rc<RefCell<String>>,
+    /// Wakes the status task after an outage.
+    wake: Sender<()>,
+    /// When the status task last sent a status.
+    status_sent: Rc<Cell<Option<Instant>>>,
+}
+
+/// Renews the Lease every half of its duration, forever. Each renewal is made once
 /// the link is up, so its time is that of sending. After failures, or a renewal that
 /// came late (the link was down between two), the status task is woken.
-async fn renew_lease(
-    up: Rc<Uplink>,
-    duration_seconds: u32,
-    node_uid: Rc<RefCell<String>>,
-    wake: Sender<()>,
-) {
+///
+/// A status report is a heartbeat too: the node lifecycle controller takes a Ready
+/// condition with a new `lastHeartbeatTime` as one, as it takes a renewed Lease. So
+/// the renewal a status report stands in for is not made: the next is due one
+/// interval after whichever of the two came last. At idle that is the status report
+/// every 5 minutes, which saves one Lease write in 15 (an etcd write each).
+async fn renew_lease(up: Rc<Uplink>, duration_seconds: u32, beats: Beats) {
     let mut lease = Lease::new(&up.node_name, duration_seconds);
     let interval = lease.renew_interval();
     let mut retry = Retry::new("node lease");
     let mut last_renewed = Instant::now();
+    let last_beat = |renewed: Instant| beats.status_sent.get().map_or(renewed, |s| s.max(renewed));
     loop {
         let renewed = match up.client.connected().await {
             Ok(()) => {
-                let uid = node_uid.borrow().clone();
+                let uid = beats.node_uid.borrow().clone();
                 lease.renew(&up.client, &uid, SystemTime::now()).await
             }
             Err(e) => Err(e),
         };
         match renewed {
             Ok(()) => {
-                if retry.failures() > 0 || last_renewed.elapsed() > interval * 2 {
-                    let _ = wake.try_send(());
+                if retry.failures() > 0 || last_beat(last_renewed).elapsed() > interval * 2 {
+                    let _ = beats.wake.try_send(());
                 }
                 retry.succeeded();
                 last_renewed = Instant::now();
-                Timer::after(interval).await;
+                // Until one interval after the last heartbeat of either kind.
+                loop {
+                    let due = last_beat(last_renewed) + interval;
+                    if Instant::now() >= due {
+                        break;
+                    }
+                    Timer::at(due).await;
+                }
             }
             Err(e) => {
                 Timer::after(retry.failed(&e)).await;

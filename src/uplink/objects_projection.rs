@@ -4,8 +4,9 @@
 //! with them), and of `metadata` the identity and what pods and people read (name,
 //! namespace, uid, labels, annotations, creationTimestamp, deletionTimestamp,
 //! deletionGracePeriodSeconds, ownerReferences); then a pod's `spec`, a configMap's
-//! `data`/`binaryData`/`immutable`, a secret's `type`/`data`/`immutable`. Never
-//! `status`, `resourceVersion`, `managedFields`, `generation` or kubectl's
+//! `data`/`binaryData`/`immutable`, a secret's `type`/`data`/`immutable`. Of a pod's
+//! `status` only a terminal `phase` (see [`finished_phase`]); never the rest of it,
+//! `resourceVersion`, `managedFields`, `generation` or kubectl's
 //! `last-applied-configuration` annotation (a second copy of the whole object): what the
 //! API server changes on every write, our own status patches included, is left out, so
 //! an object that comes back with only those changed projects to the same bytes and the
@@ -68,7 +69,21 @@ pub fn project(kind: Kind, obj: &Value) -> Value {
             out.insert(key.to_string(), v.clone());
         }
     }
+    if kind == Kind::Pod {
+        if let Some(phase) = finished_phase(obj) {
+            let status = Map::from_iter([("phase".to_string(), Value::from(phase))]);
+            out.insert("status".into(), Value::Object(status));
+        }
+    }
     Value::Object(out)
+}
+
+/// `Succeeded` or `Failed` when the API shows the pod so: the one part of a pod's
+/// status the node keeps (it changes once), so a finished pod is never run again.
+pub fn finished_phase(obj: &Value) -> Option<&str> {
+    obj["status"]["phase"]
+        .as_str()
+        .filter(|p| matches!(*p, "Succeeded" | "Failed"))
 }
 
 /// The stored bytes of a projection: pretty JSON and a final newline, as `apply` writes.

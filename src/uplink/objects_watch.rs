@@ -2,14 +2,16 @@
 //! (`fieldSelector=metadata.name=NAME` in its namespace: the Node authorizer lets a
 //! node list and watch exactly the objects its pods reference, one at a time), cache
 //! it, watch it from the list's resourceVersion (bookmarks on, the server ends the watch
-//! after 5-10 minutes and it is resumed from the last resourceVersion), relist after
+//! after 30-60 minutes and it is resumed from the last resourceVersion), relist after
 //! any failure. A deleted object leaves the cache; one the model refuses is logged and
 //! not cached.
 //!
 //! The API server may refuse (403) while the authorizer has not yet seen the pod that
 //! references the object, or when a pod names an object the node may not read (another
 //! node's secret through a hand-made pod): that is logged once per object and tried
-//! again slowly (5 s doubling to 5 min), never in a tight loop. Other failures (the
+//! again, 1 s doubling to 5 min, never in a tight loop. The first refusal is nearly
+//! always the authorizer's graph a moment behind the pod's binding (a DaemonSet's new
+//! pod reading a ConfigMap, at every rollout): a second later it is served. Other failures (the
 //! uplink away) are retried with the uplink's back-off and logged only at debug: the
 //! connection already says it is down.
 
@@ -17,6 +19,7 @@ use super::agent::Uplink;
 use super::backoff;
 use super::lean::LeanValue;
 use super::objects_projection::{meta_str, project, to_bytes};
+use super::resume::{watch_timeout, Resume};
 use super::{resource_path, ApiError, EventType, ListParams};
 use crate::model::parse_object;
 use crate::store::Kind;
@@ -43,7 +46,7 @@ impl std::fmt::Display for ObjectRef {
 }
 
 /// First wait after a 403, doubled up to [`FORBIDDEN_MAX`].
-const FORBIDDEN_FIRST: Duration = Duration::from_secs(5);
+const FORBIDDEN_FIRST: Duration = Duration::from_secs(1);
 const FORBIDDEN_MAX: Duration = Duration::from_secs(300);
 
 /// Watches `r` until the task is dropped (no pod references it any longer).
@@ -54,14 +57,20 @@ pub async fn run(up: Rc<Uplink>, r: ObjectRef) {
     };
     let path = resource_path("v1", Some(&r.namespace), resource, None, None);
     let mut retry = Retry::default();
+    let mut resume = Resume::default();
+    let params = ListParams {
+        field_selector: Some(format!("metadata.name={}", r.name)),
+        ..Default::default()
+    };
     loop {
-        let params = ListParams {
-            field_selector: Some(format!("metadata.name={}", r.name)),
-            ..Default::default()
+        let listing = ListParams {
+            resource_version: resume.list_version(),
+            ..params.clone()
         };
-        let list = match up.client.list::<LeanValue>(&path, &params).await {
+        let list = match up.client.list::<LeanValue>(&path, &listing).await {
             Ok(list) => list.0,
             Err(e) => {
+                resume.failed(&e);
                 Timer::after(retry.failed(&r, &e)).await;
                 continue;
             }
@@ -69,7 +78,8 @@ pub async fn run(up: Rc<Uplink>, r: ObjectRef) {
         retry.succeeded(&r);
         keep(&up, &r, list["items"].as_array().and_then(|i| i.first()));
         let mut rv = meta_str(&list, "resourceVersion").to_string();
-        while let Some(next) = watch(&up, &r, &path, &rv, &params).await {
+        resume.seen(&rv);
+        while let Some(next) = watch(&up, &r, &path, &rv, &params, &mut resume).await {
             rv = next;
         }
         Timer::after(backoff::delay(1, backoff::random())).await;
@@ -77,17 +87,18 @@ pub async fn run(up: Rc<Uplink>, r: ObjectRef) {
 }
 
 /// One watch from `rv`: `Some(rv)` to resume from when the server ended it normally,
-/// `None` when it failed (relist).
+/// `None` when it failed (relist); what it saw goes to `resume`.
 async fn watch(
     up: &Uplink,
     r: &ObjectRef,
     path: &str,
     rv: &str,
     list: &ListParams,
+    resume: &mut Resume,
 ) -> Option<String> {
     let params = ListParams {
         resource_version: Some(rv.to_string()),
-        timeout_seconds: Some(300 + backoff::random() % 300),
+        timeout_seconds: Some(watch_timeout()),
         allow_watch_bookmarks: true,
         ..list.clone()
     };
@@ -95,11 +106,17 @@ async fn watch(
         Ok(s) => s,
         Err(e) => {
             log::debug!("uplink: watch of {r}: {e}");
+            resume.failed(&e);
             return None;
         }
     };
     loop {
-        match stream.next().await {
+        let next = stream.next().await;
+        resume.seen(stream.resource_version().unwrap_or(rv));
+        if let Err(e) = &next {
+            resume.failed(e);
+        }
+        match next {
             Ok(Some(ev)) => match ev.kind {
                 EventType::Added | EventType::Modified => keep(up, r, Some(&ev.object)),
                 EventType::Deleted => keep(up, r, None),
@@ -203,7 +220,7 @@ impl Retry {
 /// The wait after the `n`th 403 in a row (n >= 1).
 fn forbidden_delay(n: u32) -> Duration {
     FORBIDDEN_FIRST
-        .saturating_mul(1 << n.saturating_sub(1).min(8))
+        .saturating_mul(1 << n.saturating_sub(1).min(9))
         .min(FORBIDDEN_MAX)
 }
 
@@ -213,9 +230,10 @@ mod tests {
 
     #[test]
     fn refusals_are_retried_slowly_and_capped() {
-        assert_eq!(forbidden_delay(1), Duration::from_secs(5));
-        assert_eq!(forbidden_delay(2), Duration::from_secs(10));
-        assert_eq!(forbidden_delay(7), Duration::from_secs(300));
+        assert_eq!(forbidden_delay(1), Duration::from_secs(1));
+        assert_eq!(forbidden_delay(2), Duration::from_secs(2));
+        assert_eq!(forbidden_delay(9), Duration::from_secs(256));
+        assert_eq!(forbidden_delay(10), Duration::from_secs(300));
         assert_eq!(forbidden_delay(u32::MAX), Duration::from_secs(300));
     }
 

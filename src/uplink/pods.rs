@@ -4,19 +4,24 @@
 //! other desired pod and they survive a reboot without an uplink.
 //!
 //! - A list replaces the cached set: pods gone from the API leave the cache (and so
-//!   stop); every cached pod's status is sent again ([`crate::store::Store::mark_pod_dirty`]),
-//!   so the API is current after an outage. Then a watch from the list's
-//!   resourceVersion (bookmarks on; the server ends it after 5-10 minutes and it is
+//!   stop); every cached pod whose status the list does not show as the node has it
+//!   is sent again ([`crate::store::Store::mark_pod_dirty`]), so the API is current
+//!   after an outage without a patch for each pod that did not change. Then a watch from the list's
+//!   resourceVersion (bookmarks on; the server ends it after 30-60 minutes and it is
 //!   resumed from the last resourceVersion). 410 Gone, an ERROR event or any failure:
 //!   relist (after a short wait: the connection's own back-off paces reconnecting).
 //! - A pod the model refuses (`model::parse_object`: an unsupported volume, a bad
 //!   field) is never cached: it is reported `Failed` with reason `UnsupportedPodSpec`
 //!   and a message naming the fields ([`Bound`], sent by [`super::status`]). A pod
-//!   the API already shows in a terminal phase is not run (kubelet's rule: a finished
-//!   pod is never started again) and leaves the cache.
+//!   the API shows in a terminal phase is never started again (kubelet's rule): one
+//!   this node ran stays cached with that phase, its stopped containers and logs kept
+//!   (`kubectl logs` of a finished pod) until it is deleted from the API; one it never
+//!   cached is not run at all.
 //! - The configMaps and secrets the cached pods reference are watched
 //!   ([`super::objects`]); the service-account tokens their projected volumes need are
-//!   requested and kept current ([`super::tokens`]).
+//!   requested and kept current ([`super::tokens`]); the Services of their namespaces
+//!   (and the master service) are watched for their environment ([`super::services`]);
+//!   the PersistentVolumeClaims they name are resolved to a directory ([`super::claims`]).
 //! - This node's mirror pods (annotation `kubernetes.io/config.mirror`) are never run:
 //!   they are recorded for [`super::mirror`], which keeps them in step with the local
 //!   pods.
@@ -25,12 +30,15 @@
 
 use super::agent::Uplink;
 use super::backoff;
+use super::claims::{self, ClaimWatches};
 use super::lean::LeanValue;
 use super::mirror;
 use super::objects::{references, ObjectRef, ObjectWatches};
-use super::objects_projection::{meta_str, project, to_bytes};
+use super::objects_projection::{finished_phase, meta_str, project, to_bytes};
 use super::pods_bound::{api_ips, Bound, Refusal};
-use super::status_patch::shows_refusal;
+use super::resume::{watch_timeout, Resume};
+use super::services::ServiceWatches;
+use super::status_patch::{shows_refusal, shows_status, status_patch};
 use super::tokens::{self, TokenRequests, TokenWant};
 use super::{resource_path, EventType, ListParams};
 use crate::model::{parse_pod, Object, Pod};
@@ -38,6 +46,8 @@ use crate::store::notify::PodName;
 use crate::store::Kind;
 use async_io::Timer;
 use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::hash::{Hash, Hasher};
 use std::rc::Rc;
 
 /// Reason of a pod refused by validation.
@@ -45,6 +55,16 @@ pub const UNSUPPORTED: &str = crate::model::Reason::UnsupportedPodSpec.as_str();
 /// Longest refusal message sent (the model's messages are bounded, but many of them
 /// would make a status nobody reads).
 const MAX_MESSAGE: usize = 1024;
+
+/// How the API's copy of a pod's status stands to the node's.
+enum Shown {
+    /// It shows what the node would send.
+    Latest,
+    /// It does not; the hash of what the node would send.
+    Lags(u64),
+    /// Not a status the node's status file says (see [`PodSource::shown`]).
+    Unsure,
+}
 
 struct PodSource {
     up: Rc<Uplink>,
@@ -55,6 +75,14 @@ struct PodSource {
     tokens: TokenRequests,
     /// The tokens last given to `tokens`.
     requested: Vec<TokenWant>,
+    services: ServiceWatches,
+    /// The namespaces last given to `services`.
+    namespaces: Option<BTreeSet<String>>,
+    claims: ClaimWatches,
+    /// The claims last given to `claims`.
+    claimed: Option<Vec<(String, String)>>,
+    /// The resourceVersion of the next list.
+    resume: Resume,
     failures: u32,
 }
 
@@ -93,15 +121,21 @@ impl PodSource {
                 k.cached = true;
                 k.refs = references(p);
                 k.tokens = tokens::wants(p);
+                k.claims = claims::named(p);
             });
         }
         let mut source = PodSource {
             objects: ObjectWatches::new(up.clone()),
             tokens: TokenRequests::new(up.clone()),
+            services: ServiceWatches::new(up.clone()),
+            namespaces: None,
+            claims: ClaimWatches::new(up.clone()),
+            claimed: None,
             up,
             bound,
             watched: Vec::new(),
             requested: Vec::new(),
+            resume: Resume::default(),
             failures: 0,
         };
         source.sync_objects(true);
@@ -122,14 +156,19 @@ impl PodSource {
     /// Lists the node's pods and makes the cache what the list says; the list's
     /// resourceVersion, or `None` when the list failed.
     async fn list(&mut self) -> Option<String> {
+        let params = ListParams {
+            resource_version: self.resume.list_version(),
+            ..self.params()
+        };
         let list = match self
             .up
             .client
-            .list::<LeanValue>(&self.path(), &self.params())
+            .list::<LeanValue>(&self.path(), &params)
             .await
         {
             Ok(list) => list.0,
             Err(e) => {
+                self.resume.failed(&e);
                 self.failures = self.failures.saturating_add(1);
                 if self.failures == 1 {
                     log::warn!(
@@ -148,7 +187,9 @@ impl PodSource {
         }
         let items = list["items"].as_array().map(Vec::as_slice).unwrap_or(&[]);
         self.replace_all(items);
-        Some(meta_str(&list, "resourceVersion").to_string())
+        let rv = meta_str(&list, "resourceVersion");
+        self.resume.seen(rv);
+        Some(rv.to_string())
     }
 
     /// One watch from `rv`: `Some(rv)` to resume from when the server ended it
@@ -156,7 +197,7 @@ impl PodSource {
     async fn watch(&mut self, rv: &str) -> Option<String> {
         let params = ListParams {
             resource_version: Some(rv.to_string()),
-            timeout_seconds: Some(300 + backoff::random() % 300),
+            timeout_seconds: Some(watch_timeout()),
             allow_watch_bookmarks: true,
             ..self.params()
         };
@@ -164,14 +205,22 @@ impl PodSource {
             Ok(s) => s,
             Err(e) => {
                 log::debug!("uplink: watching pods: {e}; relisting");
+                self.resume.failed(&e);
                 return None;
             }
         };
         loop {
-            match stream.next().await {
+            let next = stream.next().await;
+            self.resume.seen(stream.resource_version().unwrap_or(rv));
+            if let Err(e) = &next {
+                self.resume.failed(e);
+            }
+            match next {
                 Ok(Some(ev)) => match ev.kind {
                     EventType::Added | EventType::Modified => {
-                        self.upsert(&ev.object);
+                        if let Some(name) = self.upsert(&ev.object) {
+                            self.answer_other_writers(&name, &ev.object["status"]);
+                        }
                         self.sync_objects(false);
                     }
                     EventType::Deleted => self.remove(&ev.object),
@@ -191,11 +240,16 @@ impl PodSource {
     }
 
     /// A list: every listed pod is taken, pods not listed are forgotten (and leave the
-    /// cache), and every cached pod's status is to be sent again.
+    /// cache), and every cached pod's status is to be sent again unless the list shows
+    /// it already.
     fn replace_all(&mut self, items: &[Value]) {
         let mut listed = Vec::new();
+        let mut shown = BTreeMap::new();
         for item in items {
-            listed.extend(self.upsert(item));
+            if let Some(name) = self.upsert(item) {
+                shown.insert(name.clone(), &item["status"]);
+                listed.push(name);
+            }
         }
         for name in self.bound.names() {
             if !listed.contains(&name) {
@@ -207,13 +261,80 @@ impl PodSource {
                 mirror::mark(&self.up, &name);
             }
         }
-        let mut store = self.up.ctx.store.borrow_mut();
-        for (ns, name) in self.bound.cached() {
-            store.mark_pod_dirty(&ns, &name);
+        for name in self.bound.cached() {
+            if !shown
+                .get(&name)
+                .is_some_and(|s| self.shows_latest(&name, s))
+            {
+                let mut store = self.up.ctx.store.borrow_mut();
+                store.mark_pod_dirty(&name.0, &name.1);
+            }
         }
-        drop(store);
         mirror::listed(&self.up, &self.bound);
         self.sync_objects(false);
+    }
+
+    /// Whether the API's `status` of cached pod `name` is what the node would send: the
+    /// pod runs as an ordinary cluster pod (not being deleted, no local pod of its name)
+    /// and its status file says what the API shows.
+    fn shows_latest(&self, name: &PodName, status: &Value) -> bool {
+        matches!(self.shown(name, status), Shown::Latest)
+    }
+
+    /// How the API's `status` of pod `name` stands to the node's: only an ordinary
+    /// cached pod's can be compared (a refused, terminating or shadowed pod's status is
+    /// not the status file's, and a pod not run yet has none).
+    fn shown(&self, name: &PodName, status: &Value) -> Shown {
+        let known = self.bound.get(name).unwrap_or_default();
+        let mut store = self.up.ctx.store.borrow_mut();
+        let (ns, pod) = (&name.0, &name.1);
+        let Some(Object::Pod(cached)) = store.cluster_get(Kind::Pod, ns, pod) else {
+            return Shown::Unsure;
+        };
+        if known.refusal.is_some()
+            || cached.terminating()
+            || store.cluster_pod_shadowed(ns, pod)
+            || store.local_pod_exists(ns, pod)
+        {
+            return Shown::Unsure;
+        }
+        let Some(st) = store.read_status(ns, pod) else {
+            return Shown::Unsure;
+        };
+        let patch = status_patch(&cached.metadata.uid, &st, &known.api_ips);
+        if shows_status(status, &patch) {
+            return Shown::Latest;
+        }
+        let mut h = std::hash::DefaultHasher::new();
+        patch.to_string().hash(&mut h);
+        Shown::Lags(h.finish())
+    }
+
+    /// A watch event's pod whose status another writer changed (the node lifecycle
+    /// controller marks a node's pods not Ready while it thinks the node is gone, and
+    /// the node may have listed before it did): the node's status is sent again. Once
+    /// per difference: a status the API never shows as sent must not become a loop of
+    /// patches and events.
+    fn answer_other_writers(&self, name: &PodName, status: &Value) {
+        match self.shown(name, status) {
+            Shown::Latest => self.bound.update(name, |k| k.resent = None),
+            Shown::Lags(hash) => {
+                if self
+                    .bound
+                    .update(name, |k| k.resent.replace(hash) != Some(hash))
+                {
+                    log::info!(
+                        "uplink: pod {}/{}: the API shows a status the node did not send; \
+                         sending the node's again",
+                        name.0,
+                        name.1
+                    );
+                    let mut store = self.up.ctx.store.borrow_mut();
+                    store.mark_pod_dirty(&name.0, &name.1);
+                }
+            }
+            Shown::Unsure => {}
+        }
     }
 
     /// Takes one pod from the API: cached when the model accepts it, refused when not,
@@ -241,13 +362,13 @@ impl PodSource {
         }
         let ips = api_ips(&obj["status"]);
         self.bound.update(&key, |k| k.api_ips = ips);
-        if matches!(
-            obj["status"]["phase"].as_str(),
-            Some("Succeeded" | "Failed")
-        ) {
-            if self.bound.get(&key).is_some_and(|k| k.cached) {
-                log::info!("uplink: pod {ns}/{name} finished; no longer kept");
-            }
+        let ran_here = self
+            .bound
+            .get(&key)
+            .is_some_and(|k| k.cached && k.uid == uid);
+        if finished_phase(obj).is_some() && !ran_here {
+            // Finished before this node cached it (or another pod of the name): kubelet
+            // never starts a finished pod, and there is nothing of it here to keep.
             self.forget(&key);
             self.bound.update(&key, |k| k.refusal = None);
             return Some(key);
@@ -287,6 +408,7 @@ impl PodSource {
                 let what = match before {
                     None => "bound to this node",
                     Some(_) if pod.metadata.deletion_timestamp.is_some() => "being deleted",
+                    Some(_) if pod.finished().is_some() => "finished (kept until deleted)",
                     Some(_) => "changed",
                 };
                 log::info!("uplink: pod {ns}/{name} {what} (uid {uid})");
@@ -300,11 +422,13 @@ impl PodSource {
         }
         drop(store);
         let (refs, wants) = (references(pod), tokens::wants(pod));
+        let named = claims::named(pod);
         self.bound.update(key, |k| {
             k.uid = uid.clone();
             k.cached = true;
             k.refs = refs;
             k.tokens = wants;
+            k.claims = named;
             k.refusal = None;
         });
     }
@@ -381,6 +505,16 @@ impl PodSource {
         if force || wanted != self.requested {
             self.tokens.set(&wanted);
             self.requested = wanted;
+        }
+        let namespaces: BTreeSet<String> = self.bound.cached().into_iter().map(|n| n.0).collect();
+        if force || self.namespaces.as_ref() != Some(&namespaces) {
+            self.services.set(&namespaces);
+            self.namespaces = Some(namespaces);
+        }
+        let wanted = self.bound.claims();
+        if force || self.claimed.as_ref() != Some(&wanted) {
+            self.claims.set(&wanted);
+            self.claimed = Some(wanted);
         }
     }
 }
@@ -476,7 +610,7 @@ mod tests {
                 {"serviceAccountToken": {"path": "token"}},
                 {"clusterTrustBundle": {"path": "b"}}]}}
         ]}});
-        let none = "must specify exactly one of emptyDir, hostPath, configMap, secret, projected, downwardAPI, got none";
+        let none = "must specify exactly one of emptyDir, hostPath, configMap, secret, projected, downwardAPI, persistentVolumeClaim, got none";
         let got = name_volume_sources(
             "pod d/p",
             vec![

@@ -35,12 +35,17 @@ pub struct Known {
     pub refs: Vec<ObjectRef>,
     /// The tokens the cached pod's projected volumes need (sorted, no duplicates).
     pub tokens: Vec<TokenWant>,
+    /// The PersistentVolumeClaims the cached pod's volumes name (in its namespace).
+    pub claims: Vec<String>,
     /// Refused, and not yet reported so.
     pub refusal: Option<Refusal>,
     /// The pod IPs in the API's last copy.
     pub api_ips: Vec<String>,
     /// A mirror pod (annotation `kubernetes.io/config.mirror`): what the API shows.
     pub mirror: Option<MirrorSeen>,
+    /// The node's status (a hash of its patch) sent again because the API showed
+    /// another writer's; cleared when the API shows the node's.
+    pub resent: Option<u64>,
 }
 
 /// What the API shows of one of this node's mirror pods.
@@ -124,6 +129,19 @@ impl Bound {
             .values()
             .filter(|k| k.cached)
             .flat_map(|k| k.refs.iter().cloned())
+            .collect();
+        all.sort();
+        all.dedup();
+        all
+    }
+
+    /// Every claim the cached pods name, as (namespace, claim), sorted, no duplicates.
+    pub fn claims(&self) -> Vec<(String, String)> {
+        let map = self.pods.borrow();
+        let mut all: Vec<(String, String)> = map
+            .iter()
+            .filter(|(_, k)| k.cached)
+            .flat_map(|(n, k)| k.claims.iter().map(|c| (n.0.clone(), c.clone())))
             .collect();
         all.sort();
         all.dedup();

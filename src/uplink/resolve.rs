@@ -6,10 +6,12 @@
 //! The query is the plain stub-resolver kind: A, then AAAA when there is no A record,
 //! recursion desired, each server tried in turn with a 2 s timeout, names without a dot
 //! tried with the search domains first. Answers are bounded (one 512-byte datagram read
-//! into a 1,500-byte buffer) and must match the query's id and come from the server.
+//! into a 1,500-byte buffer), must come from the server and match the query: its id
+//! (random, [`super::backoff::random`]) and its question (name, type and class), so a
+//! stray or forged datagram that guessed the id alone is ignored.
 
-use super::error::ConnectError;
-use super::files::{read_bounded, Secrecy};
+use crate::tls::files::{read_bounded, Secrecy};
+use crate::tls::ConnectError;
 use async_io::{Async, Timer};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::path::Path;
@@ -86,7 +88,7 @@ pub fn hosts_lookup(hosts: &str, name: &str) -> Vec<IpAddr> {
 
 /// Why a query got no addresses.
 #[derive(Debug)]
-enum QueryError {
+pub enum QueryError {
     /// The name has an empty or over-long label.
     BadName(String),
     /// No local UDP socket.
@@ -127,8 +129,7 @@ impl std::error::Error for QueryError {
 
 /// Asks each server in turn; the first that answers decides.
 async fn query(servers: &[SocketAddr], name: &str, qtype: u16) -> Result<Vec<IpAddr>, QueryError> {
-    let id = super::backoff::random() as u16;
-    let packet = encode_query(id, name, qtype)?;
+    let packet = encode_query(super::backoff::random() as u16, name, qtype)?;
     let mut last = QueryError::NoServer;
     for &server in servers {
         let bind: SocketAddr = if server.is_ipv4() {
@@ -146,7 +147,7 @@ async fn query(servers: &[SocketAddr], name: &str, qtype: u16) -> Result<Vec<IpA
             let mut buf = [0u8; 1500];
             loop {
                 let n = socket.recv(&mut buf).await?;
-                if let Some(answer) = decode_answer(&buf[..n], id, qtype) {
+                if let Some(answer) = decode_answer(&buf[..n], &packet) {
                     return Ok::<_, std::io::Error>(answer);
                 }
             }
@@ -167,7 +168,7 @@ async fn query(servers: &[SocketAddr], name: &str, qtype: u16) -> Result<Vec<IpA
 }
 
 /// A standard query with recursion desired.
-fn encode_query(id: u16, name: &str, qtype: u16) -> Result<Vec<u8>, QueryError> {
+pub fn encode_query(id: u16, name: &str, qtype: u16) -> Result<Vec<u8>, QueryError> {
     let mut p = Vec::with_capacity(18 + name.len());
     p.extend_from_slice(&id.to_be_bytes());
     p.extend_from_slice(&[0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0]);
@@ -184,22 +185,28 @@ fn encode_query(id: u16, name: &str, qtype: u16) -> Result<Vec<u8>, QueryError> 
     Ok(p)
 }
 
-/// The addresses of type `qtype` in an answer to query `id`; `None` for a packet that
-/// is not that answer (ignored); `Some(Err(rcode))` for a failure answer.
-fn decode_answer(p: &[u8], id: u16, qtype: u16) -> Option<Result<Vec<IpAddr>, u8>> {
-    if p.len() < 12 || u16::from_be_bytes([p[0], p[1]]) != id || p[2] & 0x80 == 0 {
+/// The addresses of the queried type in an answer to `query` (as [`encode_query`] made
+/// it); `None` for a packet that is not that answer (ignored); `Some(Err(rcode))` for a
+/// failure answer. An answer repeats the query's id and its one question: name (in any
+/// letter case), type and class.
+pub fn decode_answer(p: &[u8], query: &[u8]) -> Option<Result<Vec<IpAddr>, u8>> {
+    // The question: the name's labels, then type and class (2 bytes each).
+    let question = query.get(12..).filter(|q| q.len() >= 5)?;
+    let qtype = u16::from_be_bytes([question[question.len() - 4], question[question.len() - 3]]);
+    let asked = p.get(12..12 + question.len())?;
+    let count = |i: usize| u16::from_be_bytes([p[i], p[i + 1]]) as usize;
+    // Folding case over the whole question folds only the name's letters: label
+    // lengths are below 64, and our type and class bytes are no letters.
+    let same_question = count(4) == 1 && asked.eq_ignore_ascii_case(question);
+    if p[..2] != query[..2] || p[2] & 0x80 == 0 || !same_question {
         return None;
     }
     let rcode = p[3] & 0x0f;
     if rcode != 0 {
         return Some(Err(rcode));
     }
-    let count = |i: usize| u16::from_be_bytes([p[i], p[i + 1]]) as usize;
-    let (questions, answers) = (count(4), count(6));
-    let mut at = 12;
-    for _ in 0..questions {
-        at = skip_name(p, at)? + 4;
-    }
+    let answers = count(6);
+    let mut at = 12 + question.len();
     let mut out = Vec::new();
     for _ in 0..answers {
         at = skip_name(p, at)?;
@@ -268,9 +275,7 @@ mod tests {
         let q = encode_query(0xbeef, "api.example.com", TYPE_A).unwrap();
         assert_eq!(&q[..4], &[0xbe, 0xef, 1, 0]);
         assert_eq!(&q[12..], b"\x03api\x07example\x03com\x00\x00\x01\x00\x01");
-        let ips = decode_answer(&answer_to(&q, 0), 0xbeef, TYPE_A)
-            .unwrap()
-            .unwrap();
+        let ips = decode_answer(&answer_to(&q, 0), &q).unwrap().unwrap();
         assert_eq!(
             ips,
             [
@@ -278,22 +283,41 @@ mod tests {
                 "10.0.0.8".parse().unwrap()
             ]
         );
-        assert_eq!(
-            decode_answer(&answer_to(&q, 3), 0xbeef, TYPE_A),
-            Some(Err(3))
-        );
-        assert_eq!(
-            decode_answer(&answer_to(&q, 0), 0xbeee, TYPE_A),
-            None,
-            "another id"
-        );
-        assert_eq!(decode_answer(&q, 0xbeef, TYPE_A), None, "not an answer");
+        assert_eq!(decode_answer(&answer_to(&q, 3), &q), Some(Err(3)));
+        let other = encode_query(0xbeee, "api.example.com", TYPE_A).unwrap();
+        assert_eq!(decode_answer(&answer_to(&q, 0), &other), None, "another id");
+        assert_eq!(decode_answer(&q, &q), None, "not an answer");
         // Truncated or lying packets are ignored, never a panic.
         let full = answer_to(&q, 0);
         for cut in 0..full.len() {
-            let _ = decode_answer(&full[..cut], 0xbeef, TYPE_A);
+            let _ = decode_answer(&full[..cut], &q);
         }
         assert!(encode_query(1, "a..b", TYPE_A).is_err());
+    }
+
+    #[test]
+    fn an_answer_must_repeat_the_question() {
+        let q = encode_query(0xbeef, "api.example.com", TYPE_A).unwrap();
+        let answer = |name: &str, qtype: u16| {
+            let asked = encode_query(0xbeef, name, qtype).unwrap();
+            decode_answer(&answer_to(&asked, 0), &q)
+        };
+        assert!(matches!(answer("API.Example.COM", TYPE_A), Some(Ok(ips)) if ips.len() == 2));
+        assert_eq!(answer("evil.example.com", TYPE_A), None, "another name");
+        assert_eq!(answer("api.example.co", TYPE_A), None, "a shorter name");
+        assert_eq!(answer("api.example.com", TYPE_AAAA), None, "another type");
+        // Another class (CH), no question, two questions: not the answer either.
+        let mut chaos = answer_to(&q, 0);
+        chaos[q.len() - 1] = 3;
+        assert_eq!(decode_answer(&chaos, &q), None);
+        for questions in [0, 2] {
+            let mut a = answer_to(&q, 0);
+            a[5] = questions;
+            assert_eq!(decode_answer(&a, &q), None, "{questions} questions");
+        }
+        // A failure code counts only from the answer to this question.
+        let nx = encode_query(0xbeef, "other.example.com", TYPE_A).unwrap();
+        assert_eq!(decode_answer(&answer_to(&nx, 3), &q), None);
     }
 
     #[test]

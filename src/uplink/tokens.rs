@@ -8,7 +8,7 @@
 //! nowhere but the pod's projected volume, a tmpfs: an hourly refresh per pod must cost
 //! the flash nothing. What that means when the agent or the device restarts (the
 //! volume keeps its token, or starts with an empty file) is in
-//! [`crate::kuberuntime::projected`] and the README's "Join a cluster".
+//! [`crate::kuberuntime::projected`] and docs/cluster.md, "Join a cluster".
 //!
 //! [`TokenRequests::set`] is told the wanted tokens whenever the cached pods change
 //! (with the configMap and secret references): new ones get a task, the tokens of pods

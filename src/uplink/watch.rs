@@ -44,8 +44,7 @@ pub struct WatchEvent {
 /// An open watch. Dropping it cancels the stream (the connection stays).
 pub struct WatchStream {
     body: h2::RecvStream,
-    buf: BytesMut,
-    max_event: usize,
+    lines: EventLines,
     done: bool,
     resource_version: Option<String>,
     conn: Connection,
@@ -68,8 +67,7 @@ impl WatchStream {
     ) -> WatchStream {
         WatchStream {
             body,
-            buf: BytesMut::new(),
-            max_event,
+            lines: EventLines::new(max_event),
             done: false,
             resource_version: None,
             conn,
@@ -89,27 +87,15 @@ impl WatchStream {
             if self.done {
                 return Ok(None);
             }
-            if let Some(i) = self.buf.iter().position(|&b| b == b'\n') {
-                let line = self.buf.split_to(i + 1);
-                if line.len() - 1 > self.max_event {
-                    return self.fail(ApiError::TooLarge {
-                        limit: self.max_event,
-                    });
-                }
-                if line.iter().all(|b| b.is_ascii_whitespace()) {
-                    continue;
-                }
-                return self.event(&line).map(Some);
-            }
-            if self.buf.len() > self.max_event {
-                return self.fail(ApiError::TooLarge {
-                    limit: self.max_event,
-                });
+            match self.lines.next_line() {
+                Ok(Some(line)) => return self.event(&line).map(Some),
+                Ok(None) => {}
+                Err(e) => return self.fail(e),
             }
             match self.body.data().await {
                 Some(Ok(chunk)) => {
                     let _ = self.body.flow_control().release_capacity(chunk.len());
-                    self.buf.extend_from_slice(&chunk);
+                    self.lines.push(&chunk);
                 }
                 Some(Err(e)) => {
                     if !e.is_reset() {
@@ -119,13 +105,7 @@ impl WatchStream {
                 }
                 None => {
                     self.done = true;
-                    if self.buf.iter().any(|b| !b.is_ascii_whitespace()) {
-                        let partial = self.buf.len();
-                        self.buf.advance(partial);
-                        return Err(ApiError::Protocol(format!(
-                            "the watch ended inside an event ({partial} bytes)"
-                        )));
-                    }
+                    self.lines.finish()?;
                 }
             }
         }
@@ -133,42 +113,109 @@ impl WatchStream {
 
     fn fail<T>(&mut self, e: ApiError) -> Result<T, ApiError> {
         self.done = true;
-        self.buf = BytesMut::new();
+        self.lines = EventLines::new(0);
         Err(e)
     }
 
-    /// Decodes one line; an ERROR event ends the stream with its status.
+    /// Decodes one line; an ERROR event (or one that does not decode) ends the stream.
     fn event(&mut self, line: &[u8]) -> Result<WatchEvent, ApiError> {
-        let raw: RawEvent = match serde_json::from_slice(line) {
-            Ok(raw) => raw,
-            Err(e) => return self.fail(ApiError::Decode(e)),
+        let event = match decode_event(line) {
+            Ok(e) => e,
+            Err(e) => return self.fail(e),
         };
-        let kind = match raw.kind.as_str() {
-            "ADDED" => EventType::Added,
-            "MODIFIED" => EventType::Modified,
-            "DELETED" => EventType::Deleted,
-            "BOOKMARK" => EventType::Bookmark,
-            "ERROR" => {
-                let body = serde_json::to_vec(&raw.object.0).unwrap_or_default();
-                return self.fail(ApiError::Status(status_of(500, &body)));
-            }
-            other => {
-                return self.fail(ApiError::Protocol(format!(
-                    "unknown watch event type {other:?}"
-                )))
-            }
-        };
-        if let Some(rv) = raw
+        if let Some(rv) = event
             .object
-            .0
             .pointer("/metadata/resourceVersion")
             .and_then(Value::as_str)
         {
             self.resource_version = Some(rv.to_string());
         }
-        Ok(WatchEvent {
-            kind,
-            object: raw.object.0,
-        })
+        Ok(event)
     }
+}
+
+/// The framing of a watch's body: one event per line, each line at most `max_event`
+/// bytes, so what is held never passes `max_event` plus the chunk that proved a line too
+/// long.
+pub struct EventLines {
+    buf: BytesMut,
+    max_event: usize,
+}
+
+impl EventLines {
+    /// Lines of at most `max_event` bytes.
+    pub fn new(max_event: usize) -> EventLines {
+        EventLines {
+            buf: BytesMut::new(),
+            max_event,
+        }
+    }
+
+    /// Takes the next bytes of the body.
+    pub fn push(&mut self, chunk: &[u8]) {
+        self.buf.extend_from_slice(chunk);
+    }
+
+    /// The next complete line that is not blank (its newline included); `Ok(None)`
+    /// until more bytes come; `TooLarge` for a line past the bound.
+    pub fn next_line(&mut self) -> Result<Option<BytesMut>, ApiError> {
+        let too_large = ApiError::TooLarge {
+            limit: self.max_event,
+        };
+        while let Some(i) = self.buf.iter().position(|&b| b == b'\n') {
+            let line = self.buf.split_to(i + 1);
+            if line.len() - 1 > self.max_event {
+                return Err(too_large);
+            }
+            if !line.iter().all(|b| b.is_ascii_whitespace()) {
+                return Ok(Some(line));
+            }
+        }
+        if self.buf.len() > self.max_event {
+            return Err(too_large);
+        }
+        Ok(None)
+    }
+
+    /// The body ended: an error when it ended inside an event.
+    pub fn finish(&mut self) -> Result<(), ApiError> {
+        if self.buf.iter().all(|b| b.is_ascii_whitespace()) {
+            return Ok(());
+        }
+        let partial = self.buf.len();
+        self.buf.advance(partial);
+        Err(ApiError::Protocol(format!(
+            "the watch ended inside an event ({partial} bytes)"
+        )))
+    }
+
+    /// Bytes held.
+    pub fn held(&self) -> usize {
+        self.buf.len()
+    }
+}
+
+/// One watch event from its line; an ERROR event is its status as an error, an unknown
+/// type or a line that is not an event's JSON an error too.
+pub fn decode_event(line: &[u8]) -> Result<WatchEvent, ApiError> {
+    let raw: RawEvent = serde_json::from_slice(line).map_err(ApiError::Decode)?;
+    let kind = match raw.kind.as_str() {
+        "ADDED" => EventType::Added,
+        "MODIFIED" => EventType::Modified,
+        "DELETED" => EventType::Deleted,
+        "BOOKMARK" => EventType::Bookmark,
+        "ERROR" => {
+            let body = serde_json::to_vec(&raw.object.0).unwrap_or_default();
+            return Err(ApiError::Status(status_of(500, &body)));
+        }
+        other => {
+            return Err(ApiError::Protocol(format!(
+                "unknown watch event type {other:?}"
+            )))
+        }
+    };
+    Ok(WatchEvent {
+        kind,
+        object: raw.object.0,
+    })
 }

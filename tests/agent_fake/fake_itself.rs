@@ -1,9 +1,12 @@
 //! The fake runtime itself, through tinylet's own CRI clients: the rules the agent tests
 //! rely on (containerd's name reservation, filters, scripted exits and their times,
-//! sandbox stop and removal, faults, ExecSync, images, down and up). A fake that drifts
+//! sandbox stop and removal, faults, ExecSync, images, down and up, the bounded record
+//! and many runtimes on one thread of the fleet bench). A fake that drifts
 //! from what containerd does would make the agent tests pass for the wrong reason.
 
-use crate::runtime::{code, ExecReply, FakeRuntime, Fault, Life, Misbehave, Outcome};
+use crate::runtime::{
+    code, serve_many, Call, ExecReply, FakeRuntime, Fault, Life, Misbehave, Outcome, State,
+};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -365,4 +368,65 @@ fn down_refuses_calls_and_up_keeps_the_state() {
         panic!("the fake did not come back");
     });
     assert_eq!(st.state, 1, "still running");
+}
+
+#[test]
+fn a_bounded_record_keeps_the_latest_calls_and_counts_all() {
+    let mut st = State::new(PathBuf::from("/nonexistent"));
+    st.bound_record(4);
+    for i in 0..10 {
+        let mut c = Call::new("Version");
+        c.name = i.to_string();
+        st.record(c);
+    }
+    assert!(st.calls.len() <= 4, "{} kept", st.calls.len());
+    assert_eq!(st.recorded(), 10);
+    assert_eq!(st.calls.last().unwrap().name, "9");
+    // A call answered after its record was dropped changes nothing.
+    st.answered(0, false, Outcome::Ok);
+    st.answered(9, false, Outcome::Ok);
+    assert_eq!(st.calls.last().unwrap().outcome, Outcome::Ok);
+}
+
+#[test]
+fn many_runtimes_serve_from_one_thread_each_its_own_state() {
+    let dir = std::env::temp_dir().join(format!("tl-fake-many-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let dirs: Vec<PathBuf> = (0..3).map(|i| dir.join(i.to_string())).collect();
+    for d in &dirs {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let (stop, stopped) = smol::channel::bounded::<()>(1);
+    let served = dirs.clone();
+    let host = std::thread::spawn(move || {
+        serve_many(&served, &["img:1"], async {
+            let _ = stopped.recv().await;
+        })
+    });
+    let second = Duration::from_secs(1);
+    let socket = |d: &PathBuf| d.join("cri.sock");
+    while !dirs.iter().all(|d| socket(d).exists()) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let sandboxes: Vec<usize> = dirs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let ch = Channel::new(&format!("unix://{}", socket(d).display())).unwrap();
+            let rt = RuntimeClient::new(ch, second);
+            block_on(async {
+                for n in 0..i {
+                    rt.run_pod_sandbox(sandbox_config(&format!("u{n}"), 0), "")
+                        .await
+                        .unwrap();
+                }
+                rt.list_pod_sandbox(None).await.unwrap().len()
+            })
+        })
+        .collect();
+    assert_eq!(sandboxes, [0, 1, 2], "each runtime holds only its own");
+    drop(stop);
+    host.join().unwrap();
+    assert!(dirs.iter().all(|d| !socket(d).exists()), "sockets removed");
+    let _ = std::fs::remove_dir_all(&dir);
 }

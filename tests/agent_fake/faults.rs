@@ -49,7 +49,7 @@ fn create_that_timed_out_but_succeeded_is_not_made_twice() {
     );
 }
 
-/// What issue 14 asks for: a timed-out create is checked with the runtime, and the
+/// A timed-out create is checked with the runtime, and the
 /// container it made is started, as it is (it never ran: restart count 0), not left
 /// unstarted beside a second one.
 #[test]

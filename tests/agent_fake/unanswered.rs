@@ -1,4 +1,4 @@
-//! Issue 14: on a loaded board the runtime carries calls out after the agent stopped
+//! On a loaded board the runtime carries calls out after the agent stopped
 //! waiting for them. A timed-out RunPodSandbox, CreateContainer or StartContainer is
 //! checked with the runtime before it counts as a failure: what it made is adopted (no
 //! restart, nothing made twice). And `maxParallelRuntimeOperations` bounds how many

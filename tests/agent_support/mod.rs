@@ -27,16 +27,20 @@ pub struct Node {
     endpoint: String,
     test_image: String,
     agent: Mutex<Option<Child>>,
+    /// The port of the agent's local status endpoint, once [`Node::serve_status`] set one.
+    status: Mutex<Option<u16>>,
 }
 
 /// The node a test binary shares among its tests, made once: `setup` makes it and starts
 /// its agent on a thread that lives as long as the process, because the agent dies with
 /// the thread that started it (PR_SET_PDEATHSIG). Called from the binary's own
 /// `OnceLock`.
-pub fn node_for_the_process(setup: impl FnOnce() -> Node + Send + 'static) -> &'static Node {
+pub fn node_for_the_process<T: Sync + 'static>(
+    setup: impl FnOnce() -> T + Send + 'static,
+) -> &'static T {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let node: &'static Node = Box::leak(Box::new(setup()));
+        let node: &'static T = Box::leak(Box::new(setup()));
         let _ = tx.send(node);
         loop {
             std::thread::park();
@@ -89,7 +93,51 @@ impl Node {
             endpoint: c.endpoint(),
             test_image: c.test_image().to_string(),
             agent: Mutex::new(None),
+            status: Mutex::new(None),
         }
+    }
+
+    /// Has the agent (from its next start) serve its local status endpoint on a free
+    /// loopback port; returns the port.
+    pub fn serve_status(&self) -> u16 {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .unwrap()
+            .port();
+        self.set_config("statusAddress", json!(format!("127.0.0.1:{port}")));
+        *self.status.lock().unwrap() = Some(port);
+        port
+    }
+
+    /// A sample of the agent's `/metrics` without labels (a counter, a histogram's
+    /// `_count`); `None` while the endpoint does not answer.
+    pub fn metric(&self, name: &str) -> Option<u64> {
+        let port = self.status.lock().unwrap().expect("serve_status first");
+        let out = Command::new("curl")
+            .args(["-sS", "--fail", "--max-time", "5"])
+            .arg(format!("http://127.0.0.1:{port}/metrics"))
+            .output()
+            .ok()?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))?
+            .trim()
+            .parse()
+            .ok()
+    }
+
+    /// Waits until the agent (maybe just started) has relisted the runtime `more`
+    /// times: how a test lets the agent act on what it has seen, without a fixed sleep.
+    pub fn wait_relists(&self, more: u64) {
+        const RELISTS: &str = "kubelet_pleg_relist_duration_seconds_count";
+        let start = wait_for(
+            "the agent's status endpoint",
+            Duration::from_secs(60),
+            || self.metric(RELISTS),
+        );
+        wait_for("relists of the runtime", Duration::from_secs(60), || {
+            (self.metric(RELISTS)? >= start + more).then_some(())
+        });
     }
 
     /// A node on `c` named `id.name`, configured to join a cluster with the identity `id`

@@ -9,6 +9,8 @@
 #
 # The board's root filesystem comes from the Debian archive only (mmdebstrap, arm64,
 # packages unpacked: containerd, runc, CNI plugins, busybox-static, the arm64 kernel),
+# through the machine's own apt sources (mirrors, proxies; tests/harness/apt-sources.sh),
+# of the machine's release,
 # cached in $ARM_E2E_CACHE (default /var/cache/tinylet/arm-e2e, outside the clone) with
 # a tiny initramfs of our own (busybox + the virtio/ext4 modules): a warm run skips all
 # of it. Per run: a fresh ext4 disk from that tree, a payload disk (tar: tinylet, board
@@ -19,7 +21,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 HERE=$ROOT/tests/arm_e2e
 CACHE=${ARM_E2E_CACHE:-/var/cache/tinylet/arm-e2e}
-SUITE=bookworm
+# The machine's release: its apt sources serve that one.
+SUITE=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
 TARGET=aarch64-unknown-linux-musl
 # Everything the guest needs; a change of the list builds the tree again.
 PACKAGES=busybox-static,containerd,runc,containernetworking-plugins,linux-image-arm64,libc6,libseccomp2,libgcc-s1
@@ -29,7 +32,8 @@ INITRD_KEY=i2
 RUN=$CACHE/run
 start=$(date +%s)
 
-say() { echo "arm-e2e: $* ($(($(date +%s) - start))s)"; }
+# Messages go to stderr: stdout carries results only (and $(tinylet_binary) a path).
+say() { echo "arm-e2e: $* ($(($(date +%s) - start))s)" >&2; }
 die() {
 	echo "arm-e2e: FAILED: $*" >&2
 	exit 1
@@ -73,8 +77,10 @@ build_tree() {
 	say "building the arm64 tree from the Debian archive (cold)"
 	rm -rf "$CACHE/root" "$CACHE/key" "$CACHE/initrd.key" "$CACHE/vmlinuz"
 	mkdir -p "$CACHE"
+	"$ROOT/tests/harness/apt-sources.sh" deb >"$CACHE/host.sources"
+	[ -s "$CACHE/host.sources" ] || die "no apt deb sources on this machine to build the tree from"
 	mmdebstrap --quiet --variant=extract --architectures=arm64 --include="$PACKAGES" \
-		"$SUITE" "$CACHE/rootfs.tar" http://deb.debian.org/debian
+		"$SUITE" "$CACHE/rootfs.tar" "$CACHE/host.sources"
 	mkdir "$CACHE/root"
 	tar -xf "$CACHE/rootfs.tar" -C "$CACHE/root" --exclude=./usr/share/doc \
 		--exclude=./usr/share/man --exclude=./usr/share/locale

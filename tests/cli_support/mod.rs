@@ -59,10 +59,11 @@ pub struct Out {
     pub stderr: String,
 }
 
-/// The built binary, with no `RUST_LOG` from the caller's environment.
+/// The built binary, with no `RUST_LOG` or `TINYLET_CONFIG` from the caller's
+/// environment.
 pub fn command() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_tinylet"));
-    c.env_remove("RUST_LOG");
+    c.env_remove("RUST_LOG").env_remove("TINYLET_CONFIG");
     c
 }
 
@@ -82,7 +83,7 @@ pub fn run_with(prefix: &[&str], args: &[&str], stdin: &[u8]) -> Out {
         Some((first, rest)) => {
             let mut c = Command::new(first);
             c.args(rest).arg(env!("CARGO_BIN_EXE_tinylet"));
-            c.env_remove("RUST_LOG");
+            c.env_remove("RUST_LOG").env_remove("TINYLET_CONFIG");
             c
         }
         None => command(),

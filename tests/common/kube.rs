@@ -22,6 +22,10 @@
 //!   .node_identity(name) -> NodeIdentity    system:node:NAME in system:nodes: client cert,
 //!                                           key (0600), serving cert, kubeconfig
 //!   .node_kubeconfig(name) -> PathBuf       that identity's kubeconfig
+//!   .node_certs(&[names])                   client and serving certificates of many nodes
+//!                                           (P-256 keys, nodes/NAME/), no kubeconfig
+//!   .restart_apiserver()                    SIGTERM (graceful shutdown), the same API
+//!                                           server started again; returns once ready
 //!   .relay() -> Relay                       TCP relay in front of the API server
 //!   .log(component) -> String               e.g. log("kube-apiserver")
 //! Relay: .url(), .cut() (live connections dropped, new ones refused), .restore(),
@@ -169,6 +173,48 @@ impl Kube {
     /// Kubeconfig of node `name` (see [`Kube::node_identity`]).
     pub fn node_kubeconfig(&self, name: &str) -> PathBuf {
         self.node_identity(name).kubeconfig
+    }
+
+    /// Certificates for each of `names` in `nodes/NAME/` (`client.crt`/`.key`,
+    /// `serving.crt`/`.key`, `ca.crt`), as [`Kube::node_identity`] has them but with
+    /// P-256 keys and no kubeconfig: a fleet's worth at once.
+    pub fn node_certs(&self, names: &[String]) {
+        let mut args = vec!["node-certs"];
+        args.extend(names.iter().map(String::as_str));
+        self.script(&args);
+    }
+
+    /// Restarts the API server as an operator would (SIGTERM, its graceful shutdown),
+    /// with the same flags and port; returns once it is ready again.
+    /// A strategic-merge PATCH of `path` (a status subresource, say
+    /// "/api/v1/nodes/NAME/status": kubectl v1.20 cannot patch subresources) with `body`
+    /// (JSON) as the admin, through curl with the admin's client certificate.
+    pub fn patch_as_admin(&self, path: &str, body: &str) {
+        let pki = self.dir.join("pki");
+        let out = Command::new("curl")
+            .args(["-sS", "--fail", "-X", "PATCH", "--cacert"])
+            .arg(&self.ca_file)
+            .arg("--cert")
+            .arg(pki.join("admin.crt"))
+            .arg("--key")
+            .arg(pki.join("admin.key"))
+            .args(["-H", "Content-Type: application/strategic-merge-patch+json"])
+            .args(["--data-binary", body])
+            .arg(format!("{}{path}", self.api_url))
+            .output();
+        match out {
+            Ok(o) if o.status.success() => {}
+            Ok(o) => panic!(
+                "PATCH {path} as admin: {}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            ),
+            Err(e) => panic!("cannot run curl: {e}"),
+        }
+    }
+
+    pub fn restart_apiserver(&self) {
+        self.script(&["apiserver-restart"]);
     }
 
     /// A new TCP relay in front of the API server, for uplink-loss tests.

@@ -199,18 +199,47 @@ fn session_root() -> PathBuf {
     PathBuf::from("/tmp")
 }
 
+/// Creates a session directory of our own below `root`: `tlh-PID`, or `tlh-PID-N` when
+/// that name is taken. A taken name is a dead process's session (PIDs are reused, and
+/// a session whose teardown failed or was cut short stays behind), so the directory is
+/// created with `create_dir`, which fails rather than adopting it.
+pub fn new_session_dir(root: &Path) -> std::io::Result<PathBuf> {
+    std::fs::create_dir_all(root)?;
+    let pid = std::process::id();
+    for n in 0..1000 {
+        let name = match n {
+            0 => format!("tlh-{pid}"),
+            _ => format!("tlh-{pid}-{n}"),
+        };
+        let dir = root.join(name);
+        match std::fs::create_dir(&dir) {
+            Ok(()) => {
+                // The marker lets the watchdog's `containerd.sh reap` know the directory
+                // is ours.
+                std::fs::write(dir.join(".tinylet-harness-session"), b"")?;
+                return Ok(dir);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                eprintln!("harness: {} is left from an earlier session", dir.display());
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::other(format!(
+        "{}/tlh-{pid} and its 999 successors all exist",
+        root.display()
+    )))
+}
+
 /// The session, created on first use together with its watchdog.
 fn session() -> &'static Session {
     static SESSION: OnceLock<Session> = OnceLock::new();
     SESSION.get_or_init(|| {
         preflight();
-        let dir = session_root().join(format!("tlh-{}", std::process::id()));
-        // The marker lets the watchdog's `containerd.sh reap` know the directory is ours.
-        if let Err(e) = std::fs::create_dir_all(&dir)
-            .and_then(|()| std::fs::write(dir.join(".tinylet-harness-session"), b""))
-        {
-            panic!("cannot create harness session {}: {e}", dir.display());
-        }
+        let dir = match new_session_dir(&session_root()) {
+            Ok(d) => d,
+            Err(e) => panic!("cannot create a harness session: {e}"),
+        };
         let watchdog = harness_dir().join("watchdog.sh");
         let child = Command::new(&watchdog)
             .arg(&dir)

@@ -5,6 +5,9 @@
 #
 #   kube-build.sh     prints the directory holding kube-apiserver, kube-controller-manager,
 #                     kube-scheduler and a matching kubectl on stdout; builds them when missing
+#   kube-build.sh --source
+#                     prints the unpacked source tree (fetched when missing), for builds of
+#                     other programs of the same tree (tests/conformance/build.sh)
 #
 # KUBE_BIN_DIR   use this directory as is (nothing is built; it must hold the four programs)
 # KUBE_CACHE     where the source, Go's caches and the result live (the 2.5 GB source tree
@@ -28,6 +31,8 @@ KUBE_PROGRAMS=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
 KUBE_RECIPE=2
 REFLECT2=/usr/share/gocode/src/github.com/modern-go/reflect2
 KUBE_CACHE=${KUBE_CACHE:-/var/cache/tinylet/kube-$KUBE_VERSION}
+# shellcheck source=../../scripts/long-step.sh
+. "$(dirname "$0")/../../scripts/long-step.sh"
 
 msg() { printf 'kube-build: %s\n' "$*" >&2; }
 die() {
@@ -66,7 +71,43 @@ since() {
 	awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'
 }
 
+src=$KUBE_CACHE/src
+tree=$src/kubernetes-1.20.5+really$KUBE_VERSION
+pkg=kubernetes${KUBE_DEB_VERSION:+=$KUBE_DEB_VERSION}
+
+# Fetches and unpacks Debian's source into $tree unless a whole unpacked tree is there.
+fetch_source() {
+	[ -f "$tree/.tinylet-unpacked" ] && return 0
+	msg "fetching Debian source $pkg into $src"
+	rm -rf "$src"
+	mkdir -p "$src"
+	(cd "$src" && long_step "$KUBE_CACHE/fetch.log" "kube-build: apt-get source $pkg" \
+		apt-get source -q "$pkg") ||
+		die "apt-get source $pkg failed (deb-src entry missing? run tests/harness/install-deps.sh)"
+	[ -d "$tree" ] || die "apt-get source did not unpack $tree (not upstream v$KUBE_VERSION?): $(ls "$src")"
+	fix_reflect2 "$tree"
+	touch "$tree/.tinylet-unpacked"
+}
+
+# Takes the cache's lock (waiting for another build or fetch that holds it).
+lock_cache() {
+	mkdir -p "$KUBE_CACHE"
+	exec 9>"$KUBE_CACHE/.lock"
+	if ! flock -n 9; then
+		msg "another build is running in $KUBE_CACHE; waiting for it"
+		flock 9
+	fi
+}
+
 t0=$EPOCHREALTIME
+
+if [ "${1:-}" = --source ]; then
+	[ "$(id -u)" -eq 0 ] || die "fetching the source needs root"
+	lock_cache
+	fetch_source
+	printf '%s\n' "$tree"
+	exit 0
+fi
 
 if [ -n "${KUBE_BIN_DIR:-}" ]; then
 	complete_in "$KUBE_BIN_DIR" ||
@@ -89,31 +130,14 @@ for t in go rsync jq dpkg-source make; do
 	command -v "$t" >/dev/null 2>&1 || die "missing $t: run tests/harness/install-deps.sh (as root) first"
 done
 
-mkdir -p "$KUBE_CACHE"
-exec 9>"$KUBE_CACHE/.lock"
-if ! flock -n 9; then
-	msg "another build is running in $KUBE_CACHE; waiting for it"
-	flock 9
-fi
+lock_cache
 if cached_in "$bin"; then
 	msg "v$KUBE_VERSION built by another run in $bin ($(since "$t0")s)"
 	printf '%s\n' "$bin"
 	exit 0
 fi
 
-src=$KUBE_CACHE/src
-tree=$src/kubernetes-1.20.5+really$KUBE_VERSION
-pkg=kubernetes${KUBE_DEB_VERSION:+=$KUBE_DEB_VERSION}
-if [ ! -f "$tree/.tinylet-unpacked" ]; then
-	msg "fetching Debian source $pkg into $src"
-	rm -rf "$src"
-	mkdir -p "$src"
-	(cd "$src" && apt-get source -q "$pkg" >&2) ||
-		die "apt-get source $pkg failed (deb-src entry missing? run tests/harness/install-deps.sh)"
-	[ -d "$tree" ] || die "apt-get source did not unpack $tree (not upstream v$KUBE_VERSION?): $(ls "$src")"
-	fix_reflect2 "$tree"
-	touch "$tree/.tinylet-unpacked"
-fi
+fetch_source
 deb_version=$(cd "$tree" && dpkg-parsechangelog -S Version)
 msg "fetched and unpacked ($(since "$t0")s); building ${KUBE_PROGRAMS[*]} (about 7 minutes on 2 cores)"
 
@@ -125,8 +149,9 @@ ln -sfn ../../.. .go/src/k8s.io/kubernetes
 tb=$EPOCHREALTIME
 GOPATH=$PWD/.go CGO_ENABLED=0 GOPROXY=off \
 	HOME=$KUBE_CACHE/home GOCACHE=$KUBE_CACHE/gocache \
-	make WHAT="cmd/kube-apiserver cmd/kube-controller-manager cmd/kube-scheduler cmd/kubectl" >&2 ||
-	die "make failed in $tree (output above)"
+	long_step "$KUBE_CACHE/build.log" "kube-build: make" \
+	make WHAT="cmd/kube-apiserver cmd/kube-controller-manager cmd/kube-scheduler cmd/kubectl" ||
+	die "make failed in $tree (its log's tail above)"
 
 rm -rf "$bin.tmp"
 mkdir -p "$bin.tmp"

@@ -25,6 +25,14 @@
 #                         a kubeconfig (CA embedded, cert and key by path, like kubeadm's
 #                         kubelet.conf) for the API server, or for relay RELAY when given;
 #                         prints the kubeconfig's path
+#   kube.sh node-certs DIR NAME...
+#                         the same certificates (with P-256 keys, quick to make) for each NAME,
+#                         without a kubeconfig: a fleet of nodes at once (make bench-fleet);
+#                         names that have them already are skipped
+#   kube.sh apiserver-restart DIR
+#                         stops the API server (SIGTERM: its graceful shutdown, SIGKILL after
+#                         60 s) and starts it again with the same flags and port; returns once
+#                         /readyz answers ok again
 #   kube.sh relay-up DIR [RELAY]      TCP relay (socat) on a free loopback port in front of the
 #                         API server; prints its URL (RELAY names it, default 1)
 #   kube.sh relay-cut DIR [RELAY]     uplink loss: live connections are dropped (closed) and
@@ -425,23 +433,41 @@ cmd_wait_namespace() {
 
 # --- node identities -------------------------------------------------------------------------
 
+check_node_name() {
+	case $1 in *[!a-z0-9.-]* | '' | [.-]*) die "node name '$1' is not a DNS subdomain (a-z, 0-9, '-', '.')" ;; esac
+}
+
+# Client and serving certificates of node $2 in DIR $1/nodes/$2 unless there, keys of type
+# $3 (rsa or ec, see issue_cert).
+node_certs() {
+	local dir=$1 name=$2 nd=$1/nodes/$2
+	[ -f "$nd/client.crt" ] && return 0
+	mkdir -p "$nd"
+	issue_cert "$dir/pki" "node-$name" "/CN=system:node:$name/O=system:nodes" "$CLIENT_EXT" "$3"
+	mv "$dir/pki/node-$name.crt" "$nd/client.crt"
+	mv "$dir/pki/node-$name.key" "$nd/client.key"
+	issue_cert "$dir/pki" "node-$name-serving" "/CN=system:node:$name/O=system:nodes" "$SERVER_EXT
+subjectAltName=DNS:$name,IP:127.0.0.1" "$3"
+	mv "$dir/pki/node-$name-serving.crt" "$nd/serving.crt"
+	mv "$dir/pki/node-$name-serving.key" "$nd/serving.key"
+	cp "$dir/pki/ca.crt" "$nd/ca.crt"
+}
+
+cmd_node_certs() {
+	local dir=$1 name
+	shift
+	[ $# -gt 0 ] || usage
+	for name in "$@"; do check_node_name "$name"; done
+	for name in "$@"; do node_certs "$dir" "$name" ec; done
+}
+
 cmd_node_identity() {
 	local dir=$1 name=${2:-} relay=${3:-} nd server kc
 	[ -n "$name" ] || usage
-	case $name in *[!a-z0-9.-]* | '' | [.-]*) die "node name '$name' is not a DNS subdomain (a-z, 0-9, '-', '.')" ;; esac
+	check_node_name "$name"
 	load_env "$dir"
 	nd=$dir/nodes/$name
-	mkdir -p "$nd"
-	if [ ! -f "$nd/client.crt" ]; then
-		issue_cert "$dir/pki" "node-$name" "/CN=system:node:$name/O=system:nodes" "$CLIENT_EXT"
-		mv "$dir/pki/node-$name.crt" "$nd/client.crt"
-		mv "$dir/pki/node-$name.key" "$nd/client.key"
-		issue_cert "$dir/pki" "node-$name-serving" "/CN=system:node:$name/O=system:nodes" "$SERVER_EXT
-subjectAltName=DNS:$name,IP:127.0.0.1"
-		mv "$dir/pki/node-$name-serving.crt" "$nd/serving.crt"
-		mv "$dir/pki/node-$name-serving.key" "$nd/serving.key"
-		cp "$dir/pki/ca.crt" "$nd/ca.crt"
-	fi
+	node_certs "$dir" "$name" rsa
 	server=$KUBE_API_URL
 	kc=$nd/kubeconfig
 	if [ -n "$relay" ]; then
@@ -464,6 +490,22 @@ subjectAltName=DNS:$name,IP:127.0.0.1"
 	fi
 	chmod 600 "$kc"
 	printf '%s\n' "$kc"
+}
+
+# --- restarts -------------------------------------------------------------------------------
+
+cmd_apiserver_restart() {
+	local dir=$1 pid i
+	load_env "$dir"
+	pid=$(component_pids "$dir" kube-apiserver | head -n 1)
+	[ -n "$pid" ] || die "no API server of $dir runs"
+	kill -TERM "$pid" 2>/dev/null || true
+	for ((i = 0; i < 600; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2>/dev/null || true
+	start_apiserver "$dir"
 }
 
 # --- relays ----------------------------------------------------------------------------------
@@ -567,6 +609,12 @@ main() {
 		;;
 	wait-namespace) cmd_wait_namespace "$(kube_dir "$1")" "${2:-}" ;;
 	node-identity) cmd_node_identity "$(kube_dir "$1")" "${2:-}" "${3:-}" ;;
+	node-certs)
+		dir=$(kube_dir "$1")
+		shift
+		cmd_node_certs "$dir" "$@"
+		;;
+	apiserver-restart) cmd_apiserver_restart "$(kube_dir "$1")" ;;
 	relay-up | relay-cut | relay-restore | relay-down) cmd_relay "$cmd" "$(kube_dir "$1")" "${2:-}" ;;
 	*) usage ;;
 	esac

@@ -3,6 +3,9 @@
 //! namespaces and pods.
 #![allow(dead_code)]
 
+#[cfg(feature = "uplink")]
+pub mod flood;
+
 use crate::agent_support::{wait_for, Node};
 use crate::common::kube::Kube;
 use crate::common::Containerd;
@@ -123,8 +126,7 @@ pub fn api_node_with(kube: &Kube, c: &Containerd, name: &str, extra: Value) -> A
         &cluster_pki,
     );
     let port = free_port();
-    let status = free_port();
-    node.set_config("statusAddress", json!(format!("127.0.0.1:{status}")));
+    let status = node.serve_status();
     let mut section = json!({"kubeconfig": id.kubeconfig, "port": port,
                              "tlsCertFile": crt, "tlsPrivateKeyFile": key});
     if let (Some(s), Some(e)) = (section.as_object_mut(), extra.as_object()) {

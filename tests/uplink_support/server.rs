@@ -19,8 +19,8 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
 use tinylet::rt;
-use tinylet::uplink::counters::Counters;
-use tinylet::uplink::tls_io::TlsStream;
+use tinylet::tls::counters::Counters;
+use tinylet::tls::stream::TlsStream;
 
 pub type Handler =
     Rc<dyn Fn(http::Request<RecvStream>, SendResponse<Bytes>) -> Pin<Box<dyn Future<Output = ()>>>>;

@@ -1,20 +1,24 @@
-//! Pod events for the cluster (`kubectl describe pod`), kept in memory only: never
-//! written to flash. Each occurrence goes through kubelet's event correlator, as
+//! Pod events (`tinylet describe pod`, and `kubectl describe pod` when the node joined a
+//! cluster), kept in memory only: never written to flash. The CLI reads them through
+//! the agent's [`socket`]. Each occurrence goes through kubelet's event correlator, as
 //! client-go's does, in its order:
 //! 1. aggregation ([`aggregate`]): past ten different messages of one pod's type and
 //!    reason within ten minutes, the occurrence becomes the one combined event of them;
 //! 2. counting: an occurrence with the same pod, container, type, reason and message as
 //!    an event already kept (or the same combined event) adds to that one's `count`, so
 //!    the API server gets a patch of one Event object, not a new object per restart;
-//! 3. the spam filter ([`spam`]): without a token in the pod's bucket, the occurrence is
+//! 3. the spam filter ([`spam`]), only when events are sent to a cluster
+//!    ([`Recorder::sending`]): without a token in the pod's bucket, the occurrence is
 //!    counted but not sent (its count goes out with the next one that has a token).
 //!
-//! At most [`MAX_EVENTS`] events are kept while the uplink is away: past that the
-//! oldest the API server has complete goes first, else the oldest, and the loss is
-//! counted. The uplink's sender (`events_post.rs`) sends what the API server lacks.
+//! At most [`MAX_EVENTS`] events are kept (about 40 KiB at most): past that the oldest
+//! the API server has complete (all of them on a node without a cluster) goes first,
+//! else the oldest, and that loss is counted. The uplink's sender (`events_post.rs`)
+//! sends what the API server lacks.
 
 pub mod aggregate;
 mod lru;
+pub mod socket;
 pub mod spam;
 
 use crate::model::Pod;
@@ -125,26 +129,32 @@ pub struct Occurred<'a> {
     pub message: String,
 }
 
-/// The events not yet sent, and a wake-up for the sender.
+/// The events kept, which of them the cluster lacks, and a wake-up for the sender.
 pub struct Recorder {
+    /// Whether events go to a cluster (spam filter, counts due, the sender woken).
+    sends: bool,
     events: RefCell<VecDeque<Event>>,
     aggregator: RefCell<aggregate::Aggregator>,
     spam: RefCell<spam::SpamFilter>,
     dropped: Cell<u64>,
     filtered: Cell<u64>,
+    refused: Cell<u64>,
     tx: Sender<()>,
     rx: Receiver<()>,
 }
 
+/// A node's own recorder: events are kept for `tinylet describe`, none is due anywhere.
 impl Default for Recorder {
     fn default() -> Recorder {
         let (tx, rx) = smol::channel::bounded(1);
         Recorder {
+            sends: false,
             events: RefCell::default(),
             aggregator: RefCell::default(),
             spam: RefCell::default(),
             dropped: Cell::new(0),
             filtered: Cell::new(0),
+            refused: Cell::new(0),
             tx,
             rx,
         }
@@ -152,6 +162,14 @@ impl Default for Recorder {
 }
 
 impl Recorder {
+    /// The recorder of a node that sends its events to a cluster.
+    pub fn sending() -> Recorder {
+        Recorder {
+            sends: true,
+            ..Recorder::default()
+        }
+    }
+
     /// Records that `reason` happened to `pod` (its container `container`, if any).
     pub fn record(
         &self,
@@ -180,10 +198,8 @@ impl Recorder {
             .borrow_mut()
             .combine(&group, &o.message, now);
         let new = Event::first(pod, o, combined, wall);
-        let allowed = self.spam.borrow_mut().allow(&m.uid, now);
-        if !allowed {
-            self.filtered.set(self.filtered.get() + 1);
-        }
+        // A build without the uplink never sends: the spam filter's code is left out.
+        let allowed = cfg!(feature = "uplink") && self.sends && self.spam_allows(&m.uid, now);
         let mut events = self.events.borrow_mut();
         let mut event = match events.iter().position(|e| e.same(&new)) {
             Some(i) => {
@@ -208,6 +224,26 @@ impl Recorder {
         if allowed {
             let _ = self.tx.try_send(());
         }
+    }
+
+    /// Whether the spam filter lets an occurrence for pod `uid` go out now (else it is
+    /// counted as held back).
+    fn spam_allows(&self, uid: &str, now: Instant) -> bool {
+        let allowed = self.spam.borrow_mut().allow(uid, now);
+        if !allowed {
+            self.filtered.set(self.filtered.get() + 1);
+        }
+        allowed
+    }
+
+    /// Copies of pod `namespace/name`'s events (of its instance `uid`, when given), in
+    /// the order they last happened.
+    pub fn for_pod(&self, namespace: &str, name: &str, uid: &str) -> Vec<Event> {
+        let events = self.events.borrow();
+        let of_pod = |e: &&Event| {
+            e.namespace == namespace && e.pod == name && (uid.is_empty() || e.uid == uid)
+        };
+        events.iter().filter(of_pod).cloned().collect()
     }
 
     /// Drops the oldest event the API server has complete, else the oldest (counted).
@@ -241,6 +277,22 @@ impl Recorder {
         }
     }
 
+    /// The API server refused event `name` for good (its namespace is gone, the node
+    /// may not write it, it is invalid): it is dropped, counted, and never blocks the
+    /// events after it.
+    pub fn refused(&self, name: &str) {
+        let mut events = self.events.borrow_mut();
+        if let Some(i) = events.iter().position(|e| e.name == name) {
+            events.remove(i);
+            self.refused.set(self.refused.get() + 1);
+        }
+    }
+
+    /// Events the API server refused (see [`Recorder::refused`]).
+    pub fn refused_total(&self) -> u64 {
+        self.refused.get()
+    }
+
     /// Events dropped unsent because too many were kept.
     pub fn dropped(&self) -> u64 {
         self.dropped.get()
@@ -259,6 +311,7 @@ impl Recorder {
 
 #[cfg(test)]
 mod tests {
+    // What is sent is tested with the uplink only: a build without it never sends.
     use super::*;
 
     fn pod(name: &str) -> Pod {
@@ -270,8 +323,32 @@ mod tests {
     }
 
     #[test]
-    fn repeats_add_to_one_event() {
+    fn a_node_without_a_cluster_keeps_its_events_for_describe_and_sends_none() {
         let r = Recorder::default();
+        let (a, b) = (pod("a"), pod("b"));
+        for _ in 0..spam::BURST + 5 {
+            r.record(&a, "app", true, "BackOff", "back-off restarting".into());
+        }
+        r.record(&b, "", false, "Started", "x".into());
+        assert!(!r.has_unsent() && r.unsent().is_empty());
+        assert_eq!(r.filtered(), 0, "no spam filter: nothing is held back");
+        let shown = r.for_pod("ns", "a", "uid-a");
+        assert_eq!((shown.len(), shown[0].count), (1, spam::BURST + 5));
+        assert!(r.for_pod("ns", "a", "other-uid").is_empty());
+        assert_eq!(r.for_pod("ns", "b", "").len(), 1);
+        // Bounded: the oldest go first, and no loss is counted (nothing was due).
+        for i in 0..MAX_EVENTS + 10 {
+            r.record(&pod(&format!("p{i}")), "", true, "Failed", "y".into());
+        }
+        assert_eq!(r.events.borrow().len(), MAX_EVENTS);
+        assert_eq!(r.dropped(), 0);
+        assert!(r.for_pod("ns", "a", "").is_empty());
+    }
+
+    #[cfg(feature = "uplink")]
+    #[test]
+    fn repeats_add_to_one_event() {
+        let r = Recorder::sending();
         let p = pod("a");
         for _ in 0..5 {
             r.record(&p, "app", true, "BackOff", "back-off restarting".into());
@@ -293,9 +370,10 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "uplink")]
     #[test]
     fn memory_is_bounded_sent_events_go_first_then_the_oldest_counted() {
-        let r = Recorder::default();
+        let r = Recorder::sending();
         let first = pod("first");
         r.record(&first, "", false, "Scheduled", "x".into());
         let name = r.unsent()[0].name.clone();
@@ -309,6 +387,7 @@ mod tests {
         assert!(r.unsent().iter().all(|e| e.pod != "first" && e.pod != "p0"));
     }
 
+    #[cfg(feature = "uplink")]
     fn at(r: &Recorder, now: Instant, p: &Pod, reason: &'static str, message: &str) {
         let wall = UNIX_EPOCH + now.duration_since(t0());
         let o = Occurred {
@@ -321,14 +400,16 @@ mod tests {
     }
 
     /// A fixed start for the tests' clocks (the wall clock then starts at the epoch).
+    #[cfg(feature = "uplink")]
     fn t0() -> Instant {
         thread_local!(static T0: Instant = Instant::now());
         T0.with(|t| *t)
     }
 
+    #[cfg(feature = "uplink")]
     #[test]
     fn past_its_burst_a_pod_sends_one_event_per_refill_with_the_full_count() {
-        let r = Recorder::default();
+        let r = Recorder::sending();
         let p = pod("crash");
         let t0 = t0();
         for _ in 0..spam::BURST + 5 {
@@ -366,9 +447,10 @@ mod tests {
         assert_eq!(r.unsent().len(), 2);
     }
 
+    #[cfg(feature = "uplink")]
     #[test]
     fn similar_events_past_ten_messages_become_one_combined_event() {
-        let r = Recorder::default();
+        let r = Recorder::sending();
         let p = pod("flaky");
         let t0 = t0();
         for i in 0..aggregate::MAX_SIMILAR + 3 {
@@ -394,9 +476,10 @@ mod tests {
         assert_eq!(c.reason, "Unhealthy");
     }
 
+    #[cfg(feature = "uplink")]
     #[test]
     fn a_readiness_probe_failing_every_second_is_one_event_held_at_the_burst() {
-        let r = Recorder::default();
+        let r = Recorder::sending();
         let p = pod("notready");
         let t0 = t0();
         let mut sent = 0;

@@ -238,6 +238,7 @@ impl Worker {
             facts: &facts,
             objects: &*self.ctx,
             mem_capacity: self.ctx.host.mem_capacity,
+            cluster_domain: &cfg.cluster_domain,
             seccomp: SeccompPolicy {
                 default_runtime: cfg.seccomp_default,
                 profile_root: &cfg.seccomp_profile_root,

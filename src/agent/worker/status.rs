@@ -53,8 +53,19 @@ impl Worker {
         self.waiting = waiting;
     }
 
-    /// Computes the pod's status from `observed` and writes it (when it changed).
+    /// Computes the pod's status from `observed` and writes it (when it changed). A
+    /// finished pod of which the runtime holds nothing keeps the status it finished
+    /// with (its containers' last states, or the reason the node refused it): there is
+    /// nothing left to tell it from.
     pub(super) fn write_status(&mut self, observed: &ObservedPod) {
+        let nothing_left = observed.sandboxes.is_empty() && observed.containers.is_empty();
+        let kept = self
+            .last_status
+            .as_ref()
+            .filter(|last| self.terminal.is_some() && last.phase == self.terminal);
+        if nothing_left && kept.is_some() {
+            return;
+        }
         let status = self.status(observed);
         if matches!(status.phase, Some(PodPhase::Succeeded | PodPhase::Failed)) {
             self.terminal = status.phase;

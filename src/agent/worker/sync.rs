@@ -47,6 +47,11 @@ impl Worker {
         if std::mem::take(&mut self.first_sync) {
             self.terminal = self.terminal_before(&observed);
         }
+        // The API's word that the pod finished (a cluster pod) holds whatever the
+        // runtime shows: what still runs is stopped, nothing is started again.
+        if self.terminal.is_none() {
+            self.terminal = self.pod.finished();
+        }
         let mut effects = Effects::default();
         match self.next_step(&observed) {
             Step::Stop => effects.unknown = self.kill_pod(&observed).await,

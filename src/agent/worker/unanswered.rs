@@ -1,5 +1,5 @@
 //! A create or start whose answer never came is checked with the runtime before it is
-//! counted as a failure (issue 14): on a loaded board the runtime often carried the
+//! counted as a failure: on a loaded board the runtime often carried the
 //! call out after the agent stopped waiting. What it made is adopted: a container
 //! the create made is started now, a container the start started runs on as it is. No
 //! restart is counted for either, and nothing is made twice. A container made while

@@ -256,16 +256,42 @@ fn resource_field_refs_round_up() {
         resource: res.into(),
         divisor: div.map(|d| Quantity::parse(d).unwrap()),
     };
+    let node = NodeAllocatable {
+        cpu_milli: 1500,
+        memory: 512 << 20,
+        ephemeral_storage: 0,
+    };
     assert_eq!(
-        resource_value(&c, &r("limits.memory", Some("1Mi"))).unwrap(),
+        resource_value(&c, &r("limits.memory", Some("1Mi")), &node).unwrap(),
         "64"
     );
-    assert_eq!(resource_value(&c, &r("limits.cpu", None)).unwrap(), "1");
     assert_eq!(
-        resource_value(&c, &r("limits.cpu", Some("1m"))).unwrap(),
+        resource_value(&c, &r("limits.cpu", None), &node).unwrap(),
+        "1"
+    );
+    assert_eq!(
+        resource_value(&c, &r("limits.cpu", Some("1m")), &node).unwrap(),
         "250"
     );
-    assert!(resource_value(&c, &r("bogus", None)).is_err());
+    assert!(resource_value(&c, &r("bogus", None), &node).is_err());
+    // Unset: a limit reads as the node's allocatable, a request as 0.
+    assert_eq!(
+        resource_value(&c, &r("limits.ephemeral-storage", None), &node).unwrap(),
+        "0"
+    );
+    let bare = Container::default();
+    assert_eq!(
+        resource_value(&bare, &r("limits.cpu", Some("1m")), &node).unwrap(),
+        "1500"
+    );
+    assert_eq!(
+        resource_value(&bare, &r("limits.memory", Some("1Mi")), &node).unwrap(),
+        "512"
+    );
+    assert_eq!(
+        resource_value(&bare, &r("requests.memory", None), &node).unwrap(),
+        "0"
+    );
 }
 
 #[test]

@@ -257,10 +257,39 @@ fn init_containers() {
     )
     .status(None, NOW);
     assert_eq!(mid.phase, Some(PodPhase::Pending));
+    // kubelet's `ready` of an init container: it completed (exited 0), not that it runs.
+    let ready: Vec<bool> = mid
+        .init_container_statuses
+        .iter()
+        .map(|s| s.ready)
+        .collect();
+    assert_eq!(ready, [true, false]);
+    // The app container waits for the init containers: PodInitializing.
+    let app = &mid.container_statuses[0].state.waiting;
+    assert_eq!(
+        app.as_ref().map(|w| w.reason.as_str()),
+        Some("PodInitializing")
+    );
+    // So does a pending init container, and one whose pod is still being set up
+    // (sandbox, volumes, a token: ContainerCreating is no reason of its own).
+    let early = Case::new(p.clone(), vec![])
+        .wait("i1", "ContainerCreating")
+        .status(None, NOW);
+    let reasons: Vec<&str> = early
+        .init_container_statuses
+        .iter()
+        .chain(&early.container_statuses)
+        .map(|s| s.state.waiting.as_ref().map_or("", |w| w.reason.as_str()))
+        .collect();
+    assert_eq!(reasons, ["PodInitializing"; 3]);
     let init = cond(&mid, PodConditionType::Initialized);
     assert_eq!(
-        (init.status, init.reason.as_str()),
-        (ConditionStatus::False, "ContainersNotInitialized")
+        (init.status, init.reason.as_str(), init.message.as_str()),
+        (
+            ConditionStatus::False,
+            "ContainersNotInitialized",
+            "containers with incomplete status: [i2]"
+        )
     );
     let mut failed = Case::new(p.clone(), vec![ctr("1", "i1", State::Exited, 7, 0, 1)]);
     failed.init_failed = true;

@@ -209,9 +209,13 @@ fn log_tail_joins_partials_and_keeps_80_lines_and_2048_bytes() {
     let t = log_tail(wide.as_bytes(), 80, 2048);
     assert_eq!(t.len(), 2048);
     assert!(t.ends_with(&format!("9{}\n", "x".repeat(499))));
-    // Output without a final newline still counts.
+    // Output without a final newline still counts, as written (`printf DONE; exit 1`
+    // gives the message "DONE", as under kubelet).
     assert_eq!(
         log_tail(rec("stdout", "P", "tail").as_bytes(), 80, 2048),
-        "tail\n"
+        "tail"
     );
+    let mut log = rec("stdout", "F", "one");
+    log += &rec("stdout", "P", "DONE");
+    assert_eq!(log_tail(log.as_bytes(), 80, 2048), "one\nDONE");
 }

@@ -391,7 +391,15 @@ fn mounts_for_each_kind() {
     };
     let allowed = std::slice::from_ref(&host);
     prepare(&p, &pods, allowed, &objs).unwrap();
-    let ms = mounts(&p, &ctr, &pods, allowed, &mut Env::default()).unwrap();
+    let ms = mounts(
+        &p,
+        &ctr,
+        &pods,
+        allowed,
+        &mut Env::default(),
+        &Objs::default(),
+    )
+    .unwrap();
     assert_eq!(ms.len(), 4);
     assert!(ms[0].host_path.ends_with("kubernetes.io~empty-dir/scratch") && !ms[0].readonly);
     // The hostPath and the subPath reach containerd as binds of the opened objects.
@@ -407,11 +415,93 @@ fn mounts_for_each_kind() {
     let part = volume_dir(&pods, &p, "empty-dir", "scratch").join("part");
     assert_eq!(id(Path::new(&ms[3].host_path)), id(&part));
     // Making the config again rebinds (no stacked mounts).
-    mounts(&p, &ctr, &pods, allowed, &mut Env::default()).unwrap();
+    mounts(
+        &p,
+        &ctr,
+        &pods,
+        allowed,
+        &mut Env::default(),
+        &Objs::default(),
+    )
+    .unwrap();
     let unmounted = crate::kuberuntime::teardown::unmount_all(&pods.join("uid-1")).unwrap();
     assert_eq!(unmounted.len(), 2, "{unmounted:?}");
-    let refused = mounts(&p, &ctr, &pods, &[], &mut Env::default()).unwrap_err();
+    let refused = mounts(&p, &ctr, &pods, &[], &mut Env::default(), &Objs::default()).unwrap_err();
     assert_eq!(refused.reason, "HostPathNotAllowed");
+}
+
+/// Claims as a node sees them: bound to a directory, or not yet.
+struct ClaimObjs(Option<crate::kuberuntime::env::BoundVolume>);
+
+impl Objects for ClaimObjs {
+    fn configmap(&self, _: &Pod, _: &str) -> Option<ConfigMap> {
+        None
+    }
+    fn secret(&self, _: &Pod, _: &str) -> Option<Secret> {
+        None
+    }
+    fn claim(
+        &self,
+        _: &Pod,
+        claim: &str,
+    ) -> Result<crate::kuberuntime::env::BoundVolume, SyncError> {
+        self.0.clone().ok_or_else(|| {
+            SyncError::new(
+                Reason::ContainerCreating,
+                format!("claim {claim} not bound"),
+            )
+        })
+    }
+}
+
+/// A persistentVolumeClaim's bound volume is mounted as a hostPath would be: below
+/// `allowedHostPaths` only, read-only when the claim says so, and a claim not bound
+/// yet leaves the pod waiting.
+#[test]
+fn a_claim_mounts_its_bound_volume_like_a_host_path() {
+    let s = Scratch::new("pvc");
+    let (pods, disks) = (s.0.join("pods"), s.0.join("disks"));
+    std::fs::create_dir_all(disks.join("pv1")).unwrap();
+    std::fs::write(disks.join("pv1/state"), "kept").unwrap();
+    let mut v = vol("data");
+    v.persistent_volume_claim = Some(crate::model::pod::PersistentVolumeClaimVolumeSource {
+        claim_name: "www-web-0".into(),
+        read_only: false,
+    });
+    let p = pod(vec![v.clone()]);
+    let ctr = Container {
+        name: "app".into(),
+        volume_mounts: vec![VolumeMount {
+            name: "data".into(),
+            mount_path: "/data".into(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let bound = ClaimObjs(Some(crate::kuberuntime::env::BoundVolume {
+        volume_name: "pv1".into(),
+        path: disks.join("pv1").to_string_lossy().into_owned(),
+        host_path_type: HostPathType::Directory,
+    }));
+    let allowed = std::slice::from_ref(&disks);
+    prepare(&p, &pods, allowed, &bound).unwrap();
+    let ms = mounts(&p, &ctr, &pods, allowed, &mut Env::default(), &bound).unwrap();
+    assert!(!ms[0].readonly);
+    assert_eq!(
+        std::fs::read_to_string(Path::new(&ms[0].host_path).join("state")).unwrap(),
+        "kept"
+    );
+    let mut ro = v;
+    ro.persistent_volume_claim.as_mut().unwrap().read_only = true;
+    let p_ro = pod(vec![ro]);
+    let ms = mounts(&p_ro, &ctr, &pods, allowed, &mut Env::default(), &bound).unwrap();
+    assert!(ms[0].readonly, "the claim's readOnly");
+    crate::kuberuntime::teardown::unmount_all(&pods.join("uid-1")).unwrap();
+    let refused = prepare(&p, &pods, &[], &bound).unwrap_err();
+    assert_eq!(refused.reason, "HostPathNotAllowed");
+    let waits = prepare(&p, &pods, allowed, &ClaimObjs(None)).unwrap_err();
+    assert_eq!(waits.reason, Reason::ContainerCreating);
+    assert!(waits.message.contains("www-web-0"), "{}", waits.message);
 }
 
 /// Every way out of a volume through a subPath: refused with a message naming the
@@ -457,7 +547,14 @@ fn sub_path_escapes_are_refused_for_every_volume_kind() {
             }],
             ..Default::default()
         };
-        mounts(&p, &c, &pods, allowed, &mut Env::default())
+        mounts(
+            &p,
+            &c,
+            &pods,
+            allowed,
+            &mut Env::default(),
+            &Objs::default(),
+        )
     };
     for volume in ["e", "h"] {
         for sub in [
@@ -506,13 +603,29 @@ fn sub_path_escapes_are_refused_for_every_volume_kind() {
         env.set("POD".into(), value.into()).unwrap();
         env
     };
-    let ms = mounts(&p, &c, &pods, allowed, &mut env_of("web-1")).unwrap();
+    let ms = mounts(
+        &p,
+        &c,
+        &pods,
+        allowed,
+        &mut env_of("web-1"),
+        &Objs::default(),
+    )
+    .unwrap();
     assert!(edir.join("logs/web-1").is_dir());
     assert_eq!(
         id(Path::new(&ms[0].host_path)),
         id(&edir.join("logs/web-1"))
     );
-    let err = mounts(&p, &c, &pods, allowed, &mut env_of("../../..")).unwrap_err();
+    let err = mounts(
+        &p,
+        &c,
+        &pods,
+        allowed,
+        &mut env_of("../../.."),
+        &Objs::default(),
+    )
+    .unwrap_err();
     assert!(
         err.message.contains("must be relative without '..'"),
         "{err}"
@@ -696,7 +809,7 @@ fn projected_volume_shows_every_source_on_a_tmpfs() {
         ],
         ..Default::default()
     };
-    let ms = mounts(&p, &ctr, &s.0, &[], &mut Env::default()).unwrap();
+    let ms = mounts(&p, &ctr, &s.0, &[], &mut Env::default(), &Objs::default()).unwrap();
     assert!(ms.iter().all(|m| m.readonly), "{ms:?}");
     assert_eq!(Path::new(&ms[0].host_path), dir);
     assert_eq!(std::fs::read_to_string(&ms[1].host_path).unwrap(), "ns");
@@ -873,7 +986,7 @@ fn a_configmap_sub_path_reaches_the_key_through_data() {
         }],
         ..Default::default()
     };
-    let ms = mounts(&p, &ctr, &s.0, &[], &mut Env::default()).unwrap();
+    let ms = mounts(&p, &ctr, &s.0, &[], &mut Env::default(), &Objs::default()).unwrap();
     assert!(ms[0].readonly);
     assert_eq!(
         std::fs::read_to_string(&ms[0].host_path).unwrap(),

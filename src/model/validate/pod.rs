@@ -3,8 +3,8 @@
 //! the grace period and deadline, hostname and subdomain labels, pull-secret names,
 //! DNS policy and config, the pod security context (ids, profiles, sysctls), and the
 //! volumes: unique label names, exactly one source of those tinylet supports
-//! (emptyDir, hostPath, configMap, secret, projected, downwardAPI), absolute hostPaths
-//! without `..`, configMap/secret items with relative paths (not starting with `..`)
+//! (emptyDir, hostPath, configMap, secret, projected, downwardAPI,
+//! persistentVolumeClaim), absolute hostPaths without `..`, configMap/secret items with relative paths (not starting with `..`)
 //! and file modes; projected and downwardAPI volumes in [`super::projected`]. Each
 //! container is checked in [`super::container`].
 
@@ -64,6 +64,59 @@ impl Errors {
         self.pod_level(spec);
     }
 
+    /// The required node affinity's operators and values, as the API server checks them.
+    fn node_affinity(&mut self, spec: &PodSpec) {
+        let Some(sel) = spec
+            .affinity
+            .as_ref()
+            .and_then(|a| a.node_affinity.as_ref())
+            .and_then(|n| {
+                n.required_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })
+        else {
+            return;
+        };
+        let base = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution";
+        for (i, t) in sel.node_selector_terms.iter().enumerate() {
+            let reqs = t
+                .match_expressions
+                .iter()
+                .map(|r| ("matchExpressions", r))
+                .chain(t.match_fields.iter().map(|r| ("matchFields", r)));
+            for (j, (what, r)) in reqs.enumerate() {
+                let p = format!("{base}.nodeSelectorTerms[{i}].{what}[{j}]");
+                let n = r.values.len();
+                let ok = match r.operator.as_str() {
+                    "In" | "NotIn" => n > 0,
+                    "Exists" | "DoesNotExist" => n == 0,
+                    "Gt" | "Lt" => n == 1 && r.values[0].parse::<i64>().is_ok(),
+                    _ => {
+                        self.add(
+                            format_args!("{p}.operator"),
+                            format_args!(
+                                "must be one of {}, got {:?}",
+                                crate::model::affinity::OPERATORS.join(", "),
+                                r.operator
+                            ),
+                        );
+                        continue;
+                    }
+                };
+                if !ok {
+                    self.add(
+                        format_args!("{p}.values"),
+                        format_args!(
+                            "wrong for operator {}: In and NotIn need values, Exists and \
+                             DoesNotExist none, Gt and Lt one integer",
+                            r.operator
+                        ),
+                    );
+                }
+            }
+        }
+    }
+
     /// The fields of the spec that are not containers or volumes.
     fn pod_level(&mut self, spec: &PodSpec) {
         if let Some(g) = spec.termination_grace_period_seconds {
@@ -80,6 +133,19 @@ impl Errors {
         }
         if !spec.node_name.is_empty() {
             self.name("spec.nodeName", &spec.node_name, dns1123_subdomain);
+        }
+        self.node_affinity(spec);
+        for (i, a) in spec.host_aliases.iter().enumerate() {
+            let p = format!("spec.hostAliases[{i}]");
+            if a.ip.parse::<std::net::IpAddr>().is_err() {
+                self.add(
+                    format_args!("{p}.ip"),
+                    format_args!("must be a valid IP address, got {:?}", a.ip),
+                );
+            }
+            for (j, h) in a.hostnames.iter().enumerate() {
+                self.name(&format!("{p}.hostnames[{j}]"), h, dns1123_subdomain);
+            }
         }
         if !spec.service_account_name.is_empty() {
             let sa = &spec.service_account_name;
@@ -184,12 +250,17 @@ impl Errors {
             ("secret", v.secret.is_some()),
             ("projected", v.projected.is_some()),
             ("downwardAPI", v.downward_api.is_some()),
+            ("persistentVolumeClaim", v.persistent_volume_claim.is_some()),
         ];
         self.exactly_one(
             path,
-            "emptyDir, hostPath, configMap, secret, projected, downwardAPI",
+            "emptyDir, hostPath, configMap, secret, projected, downwardAPI, persistentVolumeClaim",
             &set,
         );
+        if let Some(c) = &v.persistent_volume_claim {
+            let p = format!("{path}.persistentVolumeClaim.claimName");
+            self.name(&p, &c.claim_name, dns1123_subdomain);
+        }
         if let Some(p) = &v.projected {
             self.projected(&format!("{path}.projected"), p, spec);
         }

@@ -4,7 +4,7 @@
 //! quoted, plain or block scalar. Every method starts and ends at a line start, and the
 //! depth of nesting is counted rather than left to the call stack's size.
 
-use super::{Indent, Parser, Result};
+use super::{Indent, Parser, Result, YAML_BLANK};
 use serde_json::{Map, Value};
 
 impl Parser<'_> {
@@ -66,12 +66,18 @@ impl Parser<'_> {
 
     /// The value after a sequence entry's `-` (entry at column `indent`).
     fn entry_value(&mut self, indent: Indent) -> Result<Value> {
+        let after_dash = self.pos;
         self.skip_inline_space();
         if matches!(self.peek(), None | Some(b'\n' | b'#')) {
             self.next_line();
             return self.block(indent);
         }
         let column = self.column(self.pos);
+        // A block nested on the entry's line is indented by what precedes it: spaces.
+        let tabbed = self.b[after_dash..self.pos].contains(&b'\t');
+        if tabbed && (self.is_dash() || self.is_key_line()?) {
+            return self.fail("a tab in indentation (use spaces)");
+        }
         self.block_here(indent, column)
     }
 
@@ -196,7 +202,9 @@ impl Parser<'_> {
             _ => {
                 self.refuse_indicator()?;
                 let (end, _) = self.plain_end(self.pos, false);
-                let key = self.s[self.pos..end].trim_end().to_string();
+                let key = self.s[self.pos..end]
+                    .trim_end_matches(YAML_BLANK)
+                    .to_string();
                 self.pos = end;
                 key
             }
@@ -210,6 +218,7 @@ impl Parser<'_> {
     /// Ends at the start of the following line.
     pub(super) fn inline_node(&mut self, parent: Indent) -> Result<Value> {
         self.refuse_indicator()?;
+        self.flow_floor = parent.max(0);
         match self.peek() {
             Some(b'[' | b'{') => {
                 let v = self.flow_node()?;

@@ -11,7 +11,8 @@
 //!
 //! Refused, with the line and column: anchors, aliases and tags (no alias bombs, no
 //! type tricks), complex keys (`? `), directives (`%YAML`), duplicate keys, tabs in
-//! indentation, `.inf`/`.nan` (JSON cannot hold them). Input size, nesting depth and the
+//! indentation, `.inf`/`.nan` (JSON cannot hold them), control characters (NUL, a bare
+//! CR, ...: not YAML). Input size, nesting depth and the
 //! number of nodes are bounded ([`Limits`]), and the reader never recurses deeper than
 //! `max_depth`, so hostile input costs bounded memory and time (one pass per line).
 //!
@@ -99,15 +100,31 @@ pub fn parse_documents(text: &str, limits: &Limits) -> Result<Vec<Value>, YamlEr
         normalized = text.replace("\r\n", "\n");
         text = &normalized;
     }
-    Parser {
+    let mut parser = Parser {
         s: text,
         b: text.as_bytes(),
         pos: 0,
         depth: 0,
         nodes: 0,
         limits,
+        flow_floor: 0,
+    };
+    let unprintable = text.char_indices().find(|&(_, c)| !printable(c));
+    if let Some((at, c)) = unprintable {
+        return Err(parser.error_at(at, format!("the character {c:?} is not allowed in YAML")));
     }
-    .stream()
+    parser.stream()
+}
+
+/// YAML's printable characters (`c-printable`, as go-yaml checks them too): no control
+/// characters but tab and line breaks; a CR only inside a CR LF, which reading turned
+/// into an LF already.
+fn printable(c: char) -> bool {
+    match c {
+        '\t' | '\n' | '\u{85}' => true,
+        '\0'..='\u{1f}' | '\u{7f}'..='\u{9f}' | '\u{fffe}' | '\u{ffff}' => false,
+        _ => true,
+    }
 }
 
 /// Reads a stream that must hold at most one document (`Null` when it holds none).
@@ -123,6 +140,13 @@ pub fn parse_document(text: &str, limits: &Limits) -> Result<Value, YamlError> {
     Ok(docs.pop().unwrap_or(Value::Null))
 }
 
+/// The value of a plain scalar's text as this reader resolves it (go-yaml v2's rules);
+/// `None` for what it refuses (infinities, NaN). Public for the differential fuzz
+/// target, which compares this reader with a YAML 1.2 parser scalar by scalar.
+pub fn resolve_plain_scalar(text: &str) -> Option<Value> {
+    plain::resolve_plain(text).ok()
+}
+
 type Result<T, E = YamlError> = std::result::Result<T, E>;
 
 /// The reader's state over one input; its methods are spread over this module's files.
@@ -134,7 +158,13 @@ struct Parser<'a> {
     depth: usize,
     nodes: usize,
     limits: &'a Limits,
+    /// The least column a later line of a flow collection or quoted value may start
+    /// at: the enclosing block's (YAML parsers refuse less, as saphyr does).
+    flow_floor: Indent,
 }
+
+/// YAML's white space inside a line: space and tab only (Unicode spaces are text).
+const YAML_BLANK: [char; 2] = [' ', '\t'];
 
 /// A YAML indentation; -1 is "outside any node".
 type Indent = isize;
@@ -154,6 +184,11 @@ impl Parser<'_> {
             }
             let value = match self.marker_at(self.pos) {
                 Some(b'.') => {
+                    self.pos += 3;
+                    self.skip_inline_space();
+                    if !matches!(self.peek(), None | Some(b'\n' | b'#')) {
+                        return self.fail("content after the document end marker (...)");
+                    }
                     self.next_line();
                     continue;
                 }

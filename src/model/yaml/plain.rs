@@ -4,7 +4,7 @@
 //! `0644`, hex, binary and floats; `.inf` and `.nan` refused because JSON cannot hold
 //! them.
 
-use super::{fold, Indent, Parser, Result};
+use super::{fold, Indent, Parser, Result, YAML_BLANK};
 use serde_json::{Number, Value};
 
 impl Parser<'_> {
@@ -38,7 +38,7 @@ impl Parser<'_> {
             self.pos = end;
             return self.fail("a mapping is not allowed here (\": \" inside a value; quote it)");
         }
-        let (start, first) = (self.pos, self.s[self.pos..end].trim_end());
+        let (start, first) = (self.pos, self.s[self.pos..end].trim_end_matches(YAML_BLANK));
         let mut text: Option<String> = None;
         self.pos = end;
         let mut comment = self.peek() == Some(b'#');
@@ -57,20 +57,25 @@ impl Parser<'_> {
                     None => break -1,
                 }
             };
-            if indent <= parent || self.byte(self.pos + indent as usize) == Some(b'#') {
+            let content = self.b[self.pos..]
+                .iter()
+                .find(|&&c| c != b' ' && c != b'\t');
+            if indent <= parent || content == Some(&b'#') {
                 self.pos = resume;
                 break;
             }
             self.pos += indent as usize;
             let (end, key) = self.plain_end(self.pos, false);
             if key {
-                self.pos = end;
-                return self
-                    .fail("a mapping is not allowed here (\": \" inside a value; quote it)");
+                // Far more often a key indented too deep than a value with ": " in it.
+                return self.fail(
+                    "bad indentation: a key deeper than the keys of its mapping (align it \
+                     with them; if \": \" belongs to a multi-line value, quote the value)",
+                );
             }
             let t = text.get_or_insert_with(|| first.to_string());
             fold(t, blank_lines);
-            t.push_str(self.s[self.pos..end].trim());
+            t.push_str(self.s[self.pos..end].trim_matches(YAML_BLANK));
             self.pos = end;
             comment = self.peek() == Some(b'#');
             self.next_line();

@@ -14,6 +14,8 @@ impl Parser<'_> {
         let q = self.b[open];
         self.pos += 1;
         let mut out = String::new();
+        // Up to here `out` is kept whole at a line break: escaped white space is text.
+        let mut escaped_to = 0;
         loop {
             let Some(c) = self.peek() else {
                 return Err(self.error_at(open, "quoted value is never closed"));
@@ -31,11 +33,18 @@ impl Parser<'_> {
                     self.pos += 1;
                     break;
                 }
-                b'\\' if q == b'"' => self.escape(&mut out)?,
+                b'\\' if q == b'"' => {
+                    self.escape(&mut out)?;
+                    escaped_to = out.len();
+                }
                 b'\n' => {
-                    let kept = out.trim_end_matches([' ', '\t']).len();
+                    let kept = out.trim_end_matches([' ', '\t']).len().max(escaped_to);
                     out.truncate(kept);
                     self.fold_break(&mut out);
+                    self.refuse_marker()?;
+                    if self.peek().is_some() && self.column(self.pos) < self.flow_floor {
+                        return self.fail("a quoted value's line is less indented than its block");
+                    }
                 }
                 _ => {
                     // The byte at `pos` is literal (even a quote of the other kind).
@@ -92,8 +101,14 @@ impl Parser<'_> {
             b'L' => '\u{2028}',
             b'P' => '\u{2029}',
             b'\n' => {
-                // An escaped line break joins the lines without a space.
+                // An escaped line break joins the lines without a space; blank lines
+                // after it are still line breaks.
                 self.skip_inline_space();
+                while self.peek() == Some(b'\n') {
+                    out.push('\n');
+                    self.pos += 1;
+                    self.skip_inline_space();
+                }
                 return Ok(());
             }
             b'x' | b'u' | b'U' => {

@@ -66,8 +66,12 @@ impl Parser<'_> {
 
     /// After a node on this line: only spaces and a comment may follow.
     pub(super) fn end_line(&mut self) -> Result<()> {
+        let value_end = self.pos;
         self.skip_inline_space();
         match self.peek() {
+            Some(b'#') if self.pos == value_end => {
+                self.fail("a comment (#) must be separated from the value by a space")
+            }
             None | Some(b'\n' | b'#') => {
                 self.next_line();
                 Ok(())
@@ -147,13 +151,27 @@ impl Parser<'_> {
         Some(Some(spaces.count() as Indent))
     }
 
+    /// Refuses a document marker (`---`, `...`) at `pos` inside a value that goes on.
+    pub(super) fn refuse_marker(&self) -> Result<()> {
+        if self.column(self.pos) == 0 && self.marker_at(self.pos).is_some() {
+            return self.fail("a document marker (--- or ...) inside a value");
+        }
+        Ok(())
+    }
+
     /// Refuses anchors, aliases and tags where a node starts.
     pub(super) fn refuse_indicator(&self) -> Result<()> {
         match self.peek() {
             Some(b'&') => self.fail("anchors (&) are not supported"),
             Some(b'*') => self.fail("aliases (*) are not supported"),
             Some(b'!') => self.fail("tags (!) are not supported"),
-            Some(b'@' | b'`') => self.fail("a plain value cannot start with @ or `"),
+            Some(b'-' | b'?') if self.blank_at(self.pos + 1) => {
+                self.fail("a block entry (\"- \", \"? \") is not allowed here")
+            }
+            Some(c @ (b'@' | b'`' | b']' | b'}' | b',' | b'%')) => self.fail(format!(
+                "a plain value cannot start with {:?} (quote the value)",
+                char::from(c)
+            )),
             _ => Ok(()),
         }
     }

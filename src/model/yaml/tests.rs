@@ -202,7 +202,13 @@ fn errors_name_line_and_column() {
         ("a: b: c\n", 1, 5, "mapping is not allowed"),
         ("a: \"open\n", 1, 4, "never closed"),
         ("a: [1, 2\n", 2, 1, "never closed"),
-        ("a: 1\n  b: 2\n", 2, 4, "mapping is not allowed"),
+        (
+            "a: 1\n  b: 2\n",
+            2,
+            3,
+            "bad indentation: a key deeper than the keys",
+        ),
+        ("- a: 1\n    b: 2\n", 2, 5, "align it with them"),
         ("a:\n  b: 1\n c: 2\n", 3, 2, "bad indentation"),
         ("? complex\n: key\n", 1, 1, "complex keys"),
         ("%YAML 1.2\n---\na: 1\n", 1, 1, "directives"),
@@ -274,4 +280,160 @@ fn hostile_inputs_are_bounded() {
         Some(LIMITS.max_bytes - 10)
     );
     assert!(t0.elapsed() < crate::test_time_limit(Duration::from_secs(2)));
+}
+
+#[test]
+fn control_characters_are_not_yaml() {
+    for (text, line, column) in [
+        ("a: b\u{1}c\n", 1, 5),
+        ("a: 1\nb: \"x\0\"\n", 2, 6),
+        ("- x\r- y\n", 1, 4),
+        ("a: |\n  x\u{7f}\n", 2, 4),
+        ("a: \u{9b}\n", 1, 4),
+    ] {
+        let e = refused(text);
+        assert_eq!((e.line, e.column), (line, column), "{text:?}: {e}");
+        assert!(e.message.contains("is not allowed in YAML"), "{e}");
+    }
+    // Tabs, CR LF line ends, NEL and the rest of Unicode are.
+    assert_eq!(one("a:\t\"x\ty\"\r\nb: \u{85}é\r\n")["a"], "x\ty");
+}
+
+#[test]
+fn later_lines_of_flow_values_stay_within_their_block() {
+    // As YAML parsers read them: indented at least to the block the value is in.
+    let ok = one("a:\n  b: [p,\n    q]\n  c: \"p\n   q\"\n  d: [p,\n  ]\n");
+    assert_eq!(ok["a"]["b"], serde_json::json!(["p", "q"]));
+    assert_eq!(ok["a"]["c"], "p q");
+    assert_eq!(ok["a"]["d"], serde_json::json!(["p"]));
+    assert_eq!(one("- [a,\n b]\n")[0], serde_json::json!(["a", "b"]));
+    for (text, line) in [
+        ("a:\n  b: \"p\nq\"\n", 3),
+        ("a:\n  b: [p,\nq]\n", 3),
+        ("a:\n  b: [p,\n ]\n", 3),
+        ("k: [a,\nb]\n", 2),
+        ("- [a,\nb]\n", 2),
+    ] {
+        let e = refused(text);
+        assert_eq!(e.line, line, "{text:?}: {e}");
+        assert!(e.message.contains("less indented than its block"), "{e}");
+    }
+}
+
+#[test]
+fn plain_values_do_not_start_with_an_indicator() {
+    for (text, c) in [
+        ("a: ]x\n", ']'),
+        ("a: }x\n", '}'),
+        ("- ,x\n", ','),
+        ("a: %x\n", '%'),
+    ] {
+        let e = refused(text);
+        assert!(
+            e.message.contains(&format!("start with {c:?}")),
+            "{text:?}: {e}"
+        );
+    }
+    assert_eq!(one("a: x]%,\n")["a"], "x]%,");
+    for text in ["--- - a\n", "a: - b\n", "a: -\n", "k: [- a]\n", "a: ? b\n"] {
+        let e = refused(text);
+        assert!(e.message.contains("is not allowed here"), "{text:?}: {e}");
+    }
+    assert_eq!(one("a: -1\n")["a"], -1);
+    assert_eq!(one("a: -x\n")["a"], "-x");
+}
+
+#[test]
+fn nothing_but_a_comment_follows_a_document_end() {
+    let e = refused("a: 1\n... b: 2\n");
+    assert!(e.message.contains("after the document end marker"), "{e}");
+    let docs = parse_documents("a: 1\n... # done\n---\nb: 2\n", &LIMITS).unwrap();
+    assert_eq!(docs.len(), 2);
+}
+
+#[test]
+fn no_document_marker_inside_a_value() {
+    for text in ["a: \"x\n--- y\"\n", "a: 'x\n...\n'\n", "k: [a,\n---\n]\n"] {
+        let e = refused(text);
+        assert!(e.message.contains("document marker"), "{text:?}: {e}");
+    }
+}
+
+#[test]
+fn a_block_scalars_leading_blank_lines_are_not_more_indented() {
+    let e = refused("a: |\n     \n  text\n");
+    assert!(e.message.contains("leading blank line"), "{e}");
+    assert_eq!(one("a: |\n  \n  text\n")["a"], "\ntext\n");
+}
+
+#[test]
+fn no_tab_before_a_block_nested_on_an_entrys_line() {
+    for text in ["-\t- a\n", "- \tk: v\n"] {
+        let e = refused(text);
+        assert!(e.message.contains("tab"), "{text:?}: {e}");
+    }
+    assert_eq!(one("-\tplain\n")[0], "plain");
+}
+
+#[test]
+fn escaped_white_space_before_a_line_break_is_kept() {
+    assert_eq!(one("a: \"x\\t \n  y\"\n")["a"], "x\t y");
+    assert_eq!(one("a: \"x\\\t\t\n  y\"\n")["a"], "x\t y");
+    assert_eq!(one("a: \"x \t\n  y\"\n")["a"], "x y");
+    // An escaped line break, then a blank line: a line break.
+    assert_eq!(one("a: \"x\\\n   \n  y\"\n")["a"], "x\ny");
+    assert_eq!(one("a: \"x\\\n  y\"\n")["a"], "xy");
+}
+
+#[test]
+fn a_comment_is_apart_from_its_value() {
+    for text in ["a: 'x'#c\n", "a: [x]#c\n"] {
+        let e = refused(text);
+        assert!(
+            e.message.contains("separated from the value"),
+            "{text:?}: {e}"
+        );
+    }
+    assert_eq!(one("a: 'x' #c\nb: y#z\n")["b"], "y#z");
+}
+
+#[test]
+fn a_comment_line_ends_a_plain_scalar_even_after_tabs() {
+    assert_eq!(one("a: x\n  y\n\t# c\n")["a"], "x y");
+    assert_eq!(one("x\n y\n\t\t#\n"), "x y");
+}
+
+#[test]
+fn spaces_past_a_block_scalars_indentation_are_text() {
+    assert_eq!(one("a: |\n  x\n     \n  y\n")["a"], "x\n   \ny\n");
+    assert_eq!(one("a: |\n  x\n  \n  y\n")["a"], "x\n\ny\n");
+    assert_eq!(one("a: |\n  x\n  \t\n  y\n")["a"], "x\n\t\ny\n");
+    assert_eq!(one("a: |\n  \t x\n")["a"], "\t x\n");
+    // A tab inside the indentation ends the scalar; the comment after it is one.
+    assert_eq!(one("- |\n  x\n\t \n   # c\n")[0], "x\n");
+}
+
+#[test]
+fn a_lone_indicator_is_no_flow_value() {
+    for text in ["k: [-, a]\n", "k: [a, ?]\n"] {
+        let e = refused(text);
+        assert!(e.message.contains("lone"), "{text:?}: {e}");
+    }
+    assert_eq!(one("k: [-a, '-']\n")["k"], serde_json::json!(["-a", "-"]));
+}
+
+#[test]
+fn a_flow_value_touches_its_colon_only_after_a_quoted_key() {
+    let e = refused("m: {k\n  :-x}\n");
+    assert!(e.message.contains("followed by a space"), "{e}");
+    assert_eq!(
+        one("m: {\"k\":v, a: b}\n")["m"],
+        serde_json::json!({"k": "v", "a": "b"})
+    );
+}
+
+#[test]
+fn unicode_spaces_are_text() {
+    assert_eq!(one("a: x\u{2002}\n")["a"], "x\u{2002}");
+    assert_eq!(one("\u{2002}\n"), "\u{2002}");
 }

@@ -11,8 +11,8 @@
 
 use super::machine::Machine;
 use super::status::{self, NodeStatus, PriorCondition};
+use crate::agent::host::go_arch;
 use crate::config::ApiServerConfig;
-use crate::uplink::client::go_arch;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 

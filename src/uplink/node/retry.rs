@@ -1,11 +1,14 @@
 //! How the node's requests fail softly: when to try again and what to log.
 //!
 //! - API server unreachable: again after 1 s. The client itself spaces connection
-//!   attempts (1-30 s, jittered) and a request waits for the next one, so this is no
-//!   busy loop, and the first request after the link is back goes out at once.
+//!   attempts (1-8 s, 1-30 s after two minutes, jittered) and a request waits for the
+//!   next one, so this is no busy loop, and the first request after the link is back
+//!   goes out at once.
 //! - Refused (401/403, 422, other 4xx): logged once, tried again every minute, never a
 //!   crash loop; a fixed cluster (RBAC, a new certificate) is picked up by itself.
-//! - Anything else (5xx, 429, a bad answer): back-off from 1 s to 30 s.
+//! - Anything else (5xx, 429, a bad answer): back-off from 1 s to 8 s, jittered: the
+//!   Lease must be renewed within the node lifecycle controller's 40 s grace (kubelet's
+//!   lease controller tries again every 7 s at most).
 //!
 //! A failure is logged at warn the first time it is seen and at debug while it repeats;
 //! the recovery is logged once at info.
@@ -96,37 +99,30 @@ pub fn delay(e: &ApiError, failures: u32) -> Duration {
     match e {
         ApiError::Unavailable(_) | ApiError::Timeout(_) => Duration::from_secs(1),
         ApiError::Status(s) if (400..500).contains(&s.code) && s.code != 429 => SLOW,
-        _ => backoff::delay(failures, backoff::random()),
+        _ => backoff::short_delay(failures, backoff::random()),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::uplink::{ConnectError, Status};
-
-    fn status(code: u16) -> ApiError {
-        ApiError::Status(Status {
-            code,
-            reason: String::new(),
-            message: String::new(),
-        })
-    }
+    use crate::uplink::ConnectError;
 
     #[test]
     fn pacing() {
         let away = ApiError::Unavailable(ConnectError::TimedOut);
         assert_eq!(delay(&away, 9), Duration::from_secs(1));
-        assert_eq!(delay(&status(403), 1), SLOW);
-        assert_eq!(delay(&status(422), 1), SLOW);
+        assert_eq!(delay(&ApiError::with_code(403), 1), SLOW);
+        assert_eq!(delay(&ApiError::with_code(422), 1), SLOW);
         for code in [429, 500, 503] {
-            let d = delay(&status(code), 1);
-            assert!(d >= Duration::from_secs(1) && d <= Duration::from_secs(30));
-            assert!(delay(&status(code), 9) >= Duration::from_millis(22_500));
+            let d = delay(&ApiError::with_code(code), 1);
+            assert!(d >= Duration::from_secs(1) && d <= Duration::from_secs(2));
+            let late = delay(&ApiError::with_code(code), 9);
+            assert!(late >= Duration::from_secs(6) && late <= Duration::from_secs(10));
         }
         let mut r = Retry::new("test");
         r.failed(&away);
-        r.failed(&status(403));
+        r.failed(&ApiError::with_code(403));
         assert_eq!(r.failures(), 2);
         r.succeeded();
         assert_eq!(r.failures(), 0);

@@ -299,7 +299,7 @@ pub fn build(m: &Machine, obs: &Observed, priors: &[PriorCondition], now: &str) 
             // No kube-proxy runs beside tinylet; the field is deprecated.
             kube_proxy_version: String::new(),
             operating_system: "linux".into(),
-            architecture: crate::uplink::client::go_arch().into(),
+            architecture: crate::agent::host::go_arch().into(),
         },
     }
 }

@@ -9,6 +9,9 @@
 //! code, hangs, or is carried out and answered too late for the client). Every call is
 //! recorded ([`Call`]) for assertions. [`FakeRuntime::down`] and [`FakeRuntime::up`]
 //! take the socket away and bring it back with the state kept, as a runtime restart.
+//! [`serve_many`] runs hundreds of runtimes on one thread, each keeping only its latest
+//! calls: the nodes of a fleet bench (`benches/fleet.rs`), whose pods "run" without any
+//! process.
 #![allow(dead_code)]
 
 pub mod objects;
@@ -26,6 +29,29 @@ use std::sync::{Arc, Mutex};
 
 /// The sandbox image every fake runtime holds.
 pub const PAUSE_IMAGE: &str = "fake.local/pause:3.9";
+
+/// Calls a runtime of [`serve_many`] keeps in its record: enough to look at when
+/// something goes wrong, nothing that grows over a long run.
+const FLEET_RECORD: usize = 64;
+
+/// Serves a runtime in each of `dirs` (socket `DIR/cri.sock`, holding the sandbox image
+/// and `images`; containers run until stopped and exit 143 on SIGTERM, pulls add the
+/// image) on the calling thread, until `until` ends.
+pub fn serve_many(dirs: &[PathBuf], images: &[&str], until: impl std::future::Future<Output = ()>) {
+    let runtimes = dirs
+        .iter()
+        .map(|dir| {
+            let mut state = State::new(dir.clone());
+            state.bound_record(FLEET_RECORD);
+            state.add_image(PAUSE_IMAGE);
+            for i in images {
+                state.add_image(i);
+            }
+            (dir.join("cri.sock"), Arc::new(Mutex::new(state)))
+        })
+        .collect();
+    serve::serve_here(runtimes, until);
+}
 
 /// A running fake runtime; dropping it stops serving.
 pub struct FakeRuntime {

@@ -1,7 +1,8 @@
 //! Serving the fake runtime: h2's server side on a Unix socket, on a thread of its own
 //! (with its own executor), so the test thread may block on child processes and files
-//! while the agent talks to the runtime. The state is shared under a mutex that is never
-//! held across an `.await`.
+//! while the agent talks to the runtime; or many runtimes on the calling thread
+//! ([`serve_here`]), for a fleet of nodes in one light process. The state is shared
+//! under a mutex that is never held across an `.await`.
 
 use super::objects::Outcome;
 use super::service;
@@ -52,6 +53,34 @@ impl Drop for Server {
             let _ = t.join();
         }
         let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Serves each `(socket, state)` of `runtimes` on the calling thread (one executor for
+/// them all) until `until` ends; then closes every listener and connection and removes
+/// the sockets.
+pub fn serve_here(
+    runtimes: Vec<(PathBuf, Arc<Mutex<State>>)>,
+    until: impl std::future::Future<Output = ()>,
+) {
+    let paths: Vec<PathBuf> = runtimes.iter().map(|r| r.0.clone()).collect();
+    // Never sent to: the runtimes stop when `until` ends and their tasks are dropped.
+    let (_keep, stopped) = smol::channel::bounded::<()>(1);
+    tinylet::rt::block_on(async {
+        let mut loops = Vec::with_capacity(runtimes.len());
+        for (path, state) in runtimes {
+            let _ = std::fs::remove_file(&path);
+            let listener = UnixListener::bind(&path).expect("bind a fake runtime's socket");
+            loops.push(tinylet::rt::spawn(accept_loop(
+                listener,
+                state,
+                stopped.clone(),
+            )));
+        }
+        until.await;
+    });
+    for p in paths {
+        let _ = std::fs::remove_file(p);
     }
 }
 
@@ -123,7 +152,10 @@ async fn call(
             }
         }
     };
-    state.lock().unwrap().answered(plan.call, outcome);
+    state
+        .lock()
+        .unwrap()
+        .answered(plan.call, plan.heavy, outcome);
 }
 
 /// Waits until the client resets the stream (or the connection ends).

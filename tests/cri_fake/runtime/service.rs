@@ -14,6 +14,8 @@ use tinylet::cri::pb;
 pub struct Plan {
     /// The call's index in the record.
     pub call: usize,
+    /// The call counts in flight as a heavy one until answered.
+    pub heavy: bool,
     pub reply: Result<Vec<u8>, Status>,
     /// Answer after this long; `None`: never (wait for the client to give up).
     pub after: Option<Duration>,
@@ -24,30 +26,25 @@ pub fn plan(state: &Mutex<State>, path: &str, msg: &[u8]) -> Plan {
     let mut st = state.lock().unwrap();
     st.settle(now_ns());
     let method = path.rsplit('/').next().unwrap_or_default();
-    let before = st.calls.len();
+    let before = st.recorded();
     let mut call = Call::new(method);
     let step = dispatch(&mut st, method, msg, &mut call);
-    if st.calls.len() == before {
+    // Recorded by `begin`, which counted a heavy call in flight.
+    let heavy = st.recorded() != before && State::is_heavy(method);
+    if st.recorded() == before {
         // Failed before it was recorded (a request that does not decode).
-        st.calls.push(call);
+        st.record(call);
     }
-    let index = before;
-    match step {
-        Ok(Step::Answer(reply, after)) => Plan {
-            call: index,
-            reply,
-            after: Some(after),
-        },
-        Ok(Step::Halted(Halt::Hang)) => Plan {
-            call: index,
-            reply: Err(Status::new(code::UNKNOWN, "hung")),
-            after: None,
-        },
-        Ok(Step::Halted(Halt::Fail(s))) | Err(s) => Plan {
-            call: index,
-            reply: Err(s),
-            after: Some(Duration::ZERO),
-        },
+    let (reply, after) = match step {
+        Ok(Step::Answer(reply, after)) => (reply, Some(after)),
+        Ok(Step::Halted(Halt::Hang)) => (Err(Status::new(code::UNKNOWN, "hung")), None),
+        Ok(Step::Halted(Halt::Fail(s))) | Err(s) => (Err(s), Some(Duration::ZERO)),
+    };
+    Plan {
+        call: before,
+        heavy,
+        reply,
+        after,
     }
 }
 

@@ -69,7 +69,13 @@ pub struct State {
     pub sandboxes: BTreeMap<String, FakeSandbox>,
     pub containers: BTreeMap<String, FakeContainer>,
     pub images: Vec<FakeImage>,
+    /// The calls so far, oldest first: all of them, or the latest ones when the record
+    /// is bounded ([`State::bound_record`]).
     pub calls: Vec<Call>,
+    /// Calls dropped from the front of a bounded record.
+    dropped: usize,
+    /// The most calls a bounded record keeps.
+    record_limit: Option<usize>,
     pub faults: Vec<Fault>,
     /// By container name.
     pub lives: HashMap<String, Script<Life>>,
@@ -93,6 +99,8 @@ impl State {
             containers: BTreeMap::new(),
             images: Vec::new(),
             calls: Vec::new(),
+            dropped: 0,
+            record_limit: None,
             faults: Vec::new(),
             lives: HashMap::new(),
             stops: HashMap::new(),
@@ -114,17 +122,43 @@ impl State {
         }
     }
 
+    /// Keeps only about the latest `limit` calls: a runtime serving for hours (a fleet
+    /// bench's) would otherwise grow with every relist.
+    pub fn bound_record(&mut self, limit: usize) {
+        self.record_limit = Some(limit.max(1));
+    }
+
+    /// How many calls were ever recorded; the index the next one gets.
+    pub fn recorded(&self) -> usize {
+        self.dropped + self.calls.len()
+    }
+
+    /// Adds `call` to the record, dropping the older half of a full bounded record.
+    pub fn record(&mut self, call: Call) {
+        self.calls.push(call);
+        if let Some(limit) = self.record_limit.filter(|&l| self.calls.len() > l) {
+            let old = self.calls.len() - limit / 2;
+            self.calls.drain(..old);
+            self.dropped += old;
+        }
+    }
+
+    /// Whether calls of `method` count as heavy.
+    pub fn is_heavy(method: &str) -> bool {
+        HEAVY.contains(&method)
+    }
+
     /// Records `call`; says whether a scripted fault stops it, or how late to answer.
     pub fn begin(&mut self, call: Call) -> Result<Option<Duration>, Halt> {
         let fault = self.faults.iter_mut().find_map(|f| {
             f.take(&call.method, &call.name)
                 .then(|| f.misbehave.clone())
         });
-        if HEAVY.contains(&call.method.as_str()) {
+        if Self::is_heavy(&call.method) {
             self.heavy_in_flight += 1;
             self.heavy_peak = self.heavy_peak.max(self.heavy_in_flight);
         }
-        self.calls.push(call);
+        self.record(call);
         match fault {
             None => Ok(None),
             Some(Misbehave::AnswerLate(d)) => Ok(Some(d)),
@@ -133,12 +167,14 @@ impl State {
         }
     }
 
-    /// Notes how call `index` ended.
-    pub fn answered(&mut self, index: usize, outcome: Outcome) {
-        if let Some(c) = self.calls.get_mut(index) {
-            if HEAVY.contains(&c.method.as_str()) {
-                self.heavy_in_flight = self.heavy_in_flight.saturating_sub(1);
-            }
+    /// Notes how call `index` (of [`State::recorded`]'s count) ended; `heavy`: it was
+    /// counted in flight as a heavy call.
+    pub fn answered(&mut self, index: usize, heavy: bool, outcome: Outcome) {
+        if heavy {
+            self.heavy_in_flight = self.heavy_in_flight.saturating_sub(1);
+        }
+        let kept = index.checked_sub(self.dropped);
+        if let Some(c) = kept.and_then(|i| self.calls.get_mut(i)) {
             c.answered = Some(SystemTime::now());
             c.outcome = outcome;
         }

@@ -1,0 +1,146 @@
+//! The node's admission on the real control plane of `tests/harness/kube.sh` and a
+//! private containerd: a node whose owner chose the `baseline` pod policy for cluster
+//! pods and `maxPods: 3` refuses what the cluster binds to it beyond that (a privileged
+//! pod, a forbidden sysctl, more CPU than it has, a node selector it does not match, a
+//! pod too many) with the pod `Failed` in the API, kubelet's reason and message, and an
+//! event; nothing of a refused pod ever reaches the runtime, and the pods it admitted
+//! keep running.
+
+mod agent_support;
+mod cluster_support;
+mod common;
+
+use agent_support::{wait_for, Node};
+use cluster_support::*;
+use common::kube::Kube;
+use common::Containerd;
+use serde_json::{json, Value};
+
+const NODE: &str = "tl-admission";
+
+/// A busybox pod of [`NODE`] in `ns` that sleeps, with `spec` merged in.
+fn sleeper(c: &Containerd, ns: &str, name: &str, spec: Value) -> Value {
+    let main = json!({"name": "main", "image": c.test_image(), "imagePullPolicy": "IfNotPresent",
+                      "command": ["sh", "-c", "exec sleep 3600"]});
+    let mut full = json!({"containers": [main]});
+    if let (Some(base), Value::Object(extra)) = (full.as_object_mut(), spec) {
+        base.extend(extra);
+    }
+    kpod(NODE, ns, name, full)
+}
+
+/// Waits until the API shows pod `ns/name` Failed with `reason`; returns its message.
+fn refused(kube: &Kube, n: &Node, ns: &str, name: &str, reason: &str) -> String {
+    let p = wait_api(
+        kube,
+        n,
+        ns,
+        name,
+        &format!("Failed ({reason})"),
+        START,
+        |p| p["status"]["phase"] == "Failed" && p["status"]["reason"] == reason,
+    );
+    let uid = p["metadata"]["uid"].as_str().unwrap();
+    assert!(
+        n.cri().sandboxes(uid).is_empty(),
+        "nothing of a refused pod reaches the runtime"
+    );
+    wait_for("the refusal's event", START, || {
+        let out = kube.kubectl_ok(&[
+            "get",
+            "events",
+            "-n",
+            ns,
+            "--field-selector",
+            &format!("involvedObject.name={name},reason={reason}"),
+            "-o",
+            "json",
+        ]);
+        let list: Value = serde_json::from_str(&out).ok()?;
+        let e = list["items"].as_array()?.first()?.clone();
+        (e["type"] == "Warning").then_some(())
+    });
+    p["status"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn the_node_refuses_what_its_owner_and_its_capacity_do_not_allow() {
+    let kube = &Kube::start();
+    let c = Containerd::start();
+    register(kube, NODE);
+    let n = Node::joining(&c, &kube.node_identity(NODE));
+    n.set_config("podPolicy", json!({"cluster": "baseline"}));
+    n.set_config("maxPods", json!(3));
+    n.start_agent();
+    let ns = "admit";
+    namespace(kube, ns);
+
+    // The owner's policy: a pod that would be root on the gateway.
+    let escape = json!({"hostPID": true, "containers": [{
+        "name": "main", "image": c.test_image(), "imagePullPolicy": "IfNotPresent",
+        "command": ["nsenter", "-t", "1", "-a", "sh"],
+        "securityContext": {"privileged": true}}]});
+    kube.apply(&kpod(NODE, ns, "escape", escape).to_string());
+    let m = refused(kube, &n, ns, "escape", "PodSecurity");
+    assert!(
+        m.starts_with("Pod violates the node's pod policy \"baseline\" for cluster pods: "),
+        "{m}"
+    );
+    assert!(m.contains("spec.hostPID: true"), "{m}");
+    assert!(
+        m.contains("spec.containers[0].securityContext.privileged: true"),
+        "{m}"
+    );
+
+    // A pod within the policy runs.
+    kube.apply(&sleeper(&c, ns, "fine", json!({})).to_string());
+    wait_api(kube, &n, ns, "fine", "running", START, running_ready);
+
+    // kubelet's sysctl check: not in the safe set, not allowed by the owner.
+    let sysctl =
+        json!({"securityContext": {"sysctls": [{"name": "net.core.somaxconn", "value": "1024"}]}});
+    kube.apply(&sleeper(&c, ns, "sysctl", sysctl).to_string());
+    let m = refused(kube, &n, ns, "sysctl", "SysctlForbidden");
+    assert_eq!(
+        m,
+        "Pod forbidden sysctl: \"net.core.somaxconn\" not allowlisted"
+    );
+
+    // More CPU than the node has.
+    let mut big = sleeper(&c, ns, "big", json!({}));
+    big["spec"]["containers"][0]["resources"] = json!({"requests": {"cpu": "1000"}});
+    kube.apply(&big.to_string());
+    let m = refused(kube, &n, ns, "big", "OutOfcpu");
+    assert!(
+        m.starts_with(
+            "Pod Node didn't have enough resource: cpu, requested: 1000000, used: 0, capacity: "
+        ),
+        "{m}"
+    );
+
+    // A node selector this node does not match (bound by nodeName, past the scheduler).
+    let elsewhere = json!({"nodeSelector": {"example.com/site": "elsewhere"}});
+    kube.apply(&sleeper(&c, ns, "elsewhere", elsewhere).to_string());
+    let m = refused(kube, &n, ns, "elsewhere", "NodeAffinity");
+    assert_eq!(m, "Pod Predicate NodeAffinity failed");
+
+    // maxPods 3: "fine", a second and a third run; a fourth is one too many.
+    for name in ["second", "third"] {
+        kube.apply(&sleeper(&c, ns, name, json!({})).to_string());
+        wait_api(kube, &n, ns, name, "running", START, running_ready);
+    }
+    kube.apply(&sleeper(&c, ns, "fourth", json!({})).to_string());
+    let m = refused(kube, &n, ns, "fourth", "OutOfpods");
+    assert_eq!(
+        m,
+        "Pod Node didn't have enough resource: pods, requested: 1, used: 3, capacity: 3"
+    );
+    // The admitted pods kept running through it all.
+    for name in ["fine", "second", "third"] {
+        let p = api_pod(kube, ns, name).unwrap();
+        assert!(running_ready(&p), "{name}: {}", p["status"]);
+    }
+}
