@@ -72,14 +72,18 @@ pub fn parse_manifests_checked(source: &str, bytes: &[u8], format: Format) -> Ve
 fn parse(source: &str, bytes: &[u8], format: Format, check: bool) -> Vec<Parsed> {
     match format {
         Format::Json if !is_json_list(bytes) => {
-            let object = super::parse_object(source, bytes);
+            let mut object = super::parse_object(source, bytes);
             // A second decode, as a tree, only when asked (the CLI's apply).
-            let unknown = match check && bytes.len() <= super::MAX_MANIFEST_BYTES {
-                true => serde_json::from_slice::<Value>(bytes)
-                    .map(|v| super::unknown_fields::find(&v))
-                    .unwrap_or_default(),
-                false => Vec::new(),
-            };
+            let mut unknown = Vec::new();
+            if check && object.is_ok() {
+                match serde_json::from_slice::<Value>(bytes) {
+                    Ok(v) => unknown = super::unknown_fields::find(&v),
+                    // The object decoder skips unknown fields' values unread, so a
+                    // number no f64 holds (1e400) passes there; one that cannot be
+                    // checked is refused, as in a list or a YAML stream.
+                    Err(e) => object = Err(ModelError::one(source, e)),
+                }
+            }
             vec![Parsed {
                 label: source.to_string(),
                 object,
@@ -287,6 +291,17 @@ mod tests {
         let bad = br#"{"kind":"Pod","#;
         let r = parse_manifests_checked("-", bad, Format::Json);
         assert!(r[0].unknown.is_empty() && r[0].object.is_err());
+    }
+
+    #[test]
+    fn a_number_too_big_to_check_is_refused_when_fields_are_checked() {
+        let json = br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},"dat":1e400}"#;
+        // The agent's decoder skips the unknown field's value, as the API server does.
+        assert!(parse_manifests("c.json", json, Format::Json)[0].is_ok());
+        let r = parse_manifests_checked("c.json", json, Format::Json);
+        let e = r[0].object.as_ref().map(|_| ()).unwrap_err().to_string();
+        assert!(e.contains("c.json: number out of range"), "{e}");
+        assert!(r[0].unknown.is_empty());
     }
 
     #[test]
