@@ -22,7 +22,7 @@ pub struct ApiServerConfig {
     pub node_labels: std::collections::BTreeMap<String, String>,
     /// Taints the Node is registered with.
     pub register_with_taints: Vec<Taint>,
-    /// The node Lease's duration; it is renewed every half of it.
+    /// The node Lease's duration; it is renewed every 60 % of it.
     pub node_lease_duration_seconds: u32,
     /// How often the node's status is computed (and sent when it changed).
     #[serde(with = "duration")]

@@ -325,7 +325,7 @@ struct Beats {
     status_sent: Rc<Cell<Option<Instant>>>,
 }
 
-/// Renews the Lease every half of its duration, forever. Each renewal is made once
+/// Renews the Lease every 60 % of its duration, forever. Each renewal is made once
 /// the link is up, so its time is that of sending. After failures, or a renewal that
 /// came late (the link was down between two), the status task is woken.
 ///

@@ -2,7 +2,7 @@
 //! (`fieldSelector=metadata.name=NAME` in its namespace: the Node authorizer lets a
 //! node list and watch exactly the objects its pods reference, one at a time), cache
 //! it, watch it from the list's resourceVersion (bookmarks on, the server ends the watch
-//! after 30-60 minutes and it is resumed from the last resourceVersion), relist after
+//! after 2-4 hours and it is resumed from the last resourceVersion), relist after
 //! any failure. A deleted object leaves the cache; one the model refuses is logged and
 //! not cached.
 //!

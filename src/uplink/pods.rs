@@ -7,7 +7,7 @@
 //!   stop); every cached pod whose status the list does not show as the node has it
 //!   is sent again ([`crate::store::Store::mark_pod_dirty`]), so the API is current
 //!   after an outage without a patch for each pod that did not change. Then a watch from the list's
-//!   resourceVersion (bookmarks on; the server ends it after 30-60 minutes and it is
+//!   resourceVersion (bookmarks on; the server ends it after 2-4 hours and it is
 //!   resumed from the last resourceVersion). 410 Gone, an ERROR event or any failure:
 //!   relist (after a short wait: the connection's own back-off paces reconnecting).
 //! - A pod the model refuses (`model::parse_object`: an unsupported volume, a bad
