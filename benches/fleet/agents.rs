@@ -50,15 +50,26 @@ impl Agents {
         Ok(())
     }
 
-    /// Fails naming the first agent that exited (none must, until stopped), with the
-    /// end of its log.
+    /// Fails naming the first agent that exited (none must, until stopped), with where
+    /// its log's first error is and the end of it. The whole log is copied out of the
+    /// run's directory (which goes when the bench ends): a Go crash says why at its
+    /// head, above thousands of lines of goroutine stacks.
     pub fn check_alive(&mut self) -> Result<(), String> {
         for a in &mut self.agents {
             if let Ok(Some(st)) = a.child.try_wait() {
-                return Err(format!(
-                    "agent {} exited ({st}); end of {}:\n{}",
+                let kept = std::env::temp_dir().join(format!(
+                    "bench-fleet-{}-{}.log",
                     a.name,
-                    a.log.display(),
+                    std::process::id()
+                ));
+                let kept = match std::fs::copy(&a.log, &kept) {
+                    Ok(_) => kept.display().to_string(),
+                    Err(e) => format!("not kept ({e})"),
+                };
+                return Err(format!(
+                    "agent {} exited ({st}); its log: {kept}\nfirst error:\n{}\nend:\n{}",
+                    a.name,
+                    first_error(&a.log, 12),
                     log_tail(&a.log, 30)
                 ));
             }
@@ -121,4 +132,25 @@ pub fn log_tail(path: &Path, n: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// `n` lines from the first that says why a program died (a Go `fatal error:` or
+/// `panic:`, a Rust `panicked at`), or "none found".
+pub fn first_error(path: &Path, n: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let marks = [
+        "fatal error:",
+        "panic:",
+        "panicked at",
+        "SIGSEGV",
+        "out of memory",
+    ];
+    let lines: Vec<&str> = text.lines().collect();
+    match lines
+        .iter()
+        .position(|l| marks.iter().any(|m| l.contains(m)))
+    {
+        Some(i) => lines[i..(i + n).min(lines.len())].join("\n"),
+        None => "none found".to_string(),
+    }
 }
