@@ -4,7 +4,7 @@
 //! what went wrong, for the log line; none of them panics on what the peer does.
 
 use super::context::Context;
-use super::http_get::{self, Get};
+use super::http_get::{self, Get, Until};
 use crate::kuberuntime::observed::ObservedPod;
 use crate::model::container::{ContainerPort, HttpGetAction, IntOrString, TcpSocketAction};
 use crate::model::Pod;
@@ -78,7 +78,7 @@ pub async fn http_probe(
     h: &HttpGetAction,
     timeout: Duration,
 ) -> Result<Option<String>, HandlerError> {
-    let (addr, code) = http_get(t, h, timeout).await?;
+    let (addr, code) = http_get(t, h, timeout, Until::Status).await?;
     if !http_get::is_success(code) {
         return Err(HandlerError::HttpStatus {
             addr,
@@ -90,11 +90,13 @@ pub async fn http_probe(
     Ok((code >= 300).then(|| format!("Probe terminated redirects, Response status: {code}")))
 }
 
-/// An HTTP GET: the address it went to and the status code it got.
+/// An HTTP GET: the address it went to and the status code it got, once the answer
+/// has come as far as `until`.
 pub async fn http_get(
     t: &Target,
     h: &HttpGetAction,
     timeout: Duration,
+    until: Until,
 ) -> Result<(SocketAddr, u16), HandlerError> {
     let addr = address(t, &h.host, &h.port)?;
     let headers: Vec<(String, String)> = h
@@ -107,7 +109,7 @@ pub async fn http_get(
         path: &h.path,
         headers: &headers,
     };
-    let code = http_get::get(&get, timeout)
+    let code = http_get::get(&get, timeout, until)
         .await
         .map_err(HandlerError::Http)?;
     Ok((addr, code))

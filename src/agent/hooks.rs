@@ -2,12 +2,13 @@
 //! worker waits for it; if it fails the container is killed and the restart policy
 //! and crash-loop back-off decide what follows), preStop before StopContainer within
 //! the grace period. Handlers: exec (exit status 0 is success), httpGet (any HTTP
-//! answer completes the hook, as kubelet: only a failed connection or a timeout fails
-//! it) and sleep. tcpSocket hooks are refused by validation (kubelet fails them at
+//! answer completes the hook once it has come to its end, as kubelet: only a failed
+//! connection or a timeout fails it) and sleep. tcpSocket hooks are refused by validation (kubelet fails them at
 //! run time).
 
 use super::context::Context;
 use super::handler::{self, HandlerError, Target};
+use super::http_get::Until;
 use crate::model::container::LifecycleHandler;
 use async_io::Timer;
 use smol::future;
@@ -41,7 +42,7 @@ async fn handler_run(
     if let Some(e) = &h.exec {
         handler::exec(ctx, t, &e.command, limit).await
     } else if let Some(g) = &h.http_get {
-        let (addr, code) = handler::http_get(t, g, limit).await?;
+        let (addr, code) = handler::http_get(t, g, limit, Until::End).await?;
         log::debug!("hook GET {addr}{} answered {code}", g.path);
         Ok(())
     } else if let Some(s) = &h.sleep {

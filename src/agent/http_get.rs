@@ -1,7 +1,8 @@
 //! A minimal HTTP/1.1 GET client for httpGet probes and hooks, on async-io TCP (no
-//! HTTP crate, no thread): one request per connection (`Connection: close`), and only
-//! the response's status line is read. Everything the peer sends is hostile input:
-//! parsing never panics, bounds what it buffers and stops at the first malformed byte.
+//! HTTP crate, no thread): one request per connection (`Connection: close`); a probe
+//! reads the response's status line only, a hook the answer to its end. Everything the
+//! peer sends is hostile input: parsing never panics, bounds what it buffers and stops
+//! at the first malformed byte.
 //!
 //! Kubelet's rules kept: `User-Agent: kube-probe/1.x` and `Accept: */*` unless the
 //! manifest sets them, `Host: host:port` unless it sets Host, interim 1xx responses are
@@ -19,6 +20,21 @@ pub use error::{BadResponse, HttpError, ReadError};
 
 /// The most of a response kept while looking for the final status line.
 const MAX_HEAD: usize = 4096;
+/// The most of an answer read (and dropped) to its end: a hook's handler has finished
+/// by then or streams without end.
+const MAX_DRAINED: usize = 1 << 20;
+
+/// How much of the answer is waited for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Until {
+    /// The status line: a probe's verdict.
+    Status,
+    /// The end of the answer (the server closes: `Connection: close`), at most
+    /// [`MAX_DRAINED`] bytes: a hook's handler runs until it has answered in full, as
+    /// kubelet reads a hook's whole body, so a container is not stopped while its
+    /// preStop handler still works (a CGI that writes its answer first, then acts).
+    End,
+}
 
 /// One request: where it goes and what it says.
 #[derive(Debug, Clone)]
@@ -140,26 +156,43 @@ fn show(b: &[u8]) -> String {
 
 /// Sends the GET and returns the final status code; connect, send and read together
 /// take at most `timeout`.
-pub async fn get(req: &Get<'_>, timeout: Duration) -> Result<u16, HttpError> {
+pub async fn get(req: &Get<'_>, timeout: Duration, until: Until) -> Result<u16, HttpError> {
     let bytes = request(req)?;
     let addr = req.addr;
-    future::or(exchange(addr, &bytes), async {
+    future::or(exchange(addr, &bytes, until), async {
         Timer::after(timeout).await;
         Err(HttpError::Timeout { addr, timeout })
     })
     .await
 }
 
-async fn exchange(addr: SocketAddr, bytes: &[u8]) -> Result<u16, HttpError> {
+async fn exchange(addr: SocketAddr, bytes: &[u8], until: Until) -> Result<u16, HttpError> {
     let mut s = Async::<TcpStream>::connect(addr)
         .await
         .map_err(|source| HttpError::Connect { addr, source })?;
     s.write_all(bytes)
         .await
         .map_err(|source| HttpError::Send { addr, source })?;
-    read_status(&mut s)
+    let code = read_status(&mut s)
         .await
-        .map_err(|source| HttpError::Answer { addr, source })
+        .map_err(|source| HttpError::Answer { addr, source })?;
+    if until == Until::End {
+        drain(&mut s).await;
+    }
+    Ok(code)
+}
+
+/// Reads and drops what follows until the peer closes (or resets: the status is
+/// already had), at most [`MAX_DRAINED`] bytes.
+async fn drain(r: &mut (impl AsyncReadExt + Unpin)) {
+    let mut chunk = [0u8; 512];
+    let mut total = 0;
+    while total < MAX_DRAINED {
+        match r.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => total += n,
+        }
+    }
 }
 
 /// Reads until the final status line is complete (at most [`MAX_HEAD`] bytes).
@@ -348,7 +381,50 @@ mod tests {
 
     /// [`super::get`], its error as the logs show it.
     async fn get(g: &Get<'_>, timeout: Duration) -> Result<u16, String> {
-        super::get(g, timeout).await.map_err(|e| e.to_string())
+        super::get(g, timeout, Until::Status)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn until_the_end_waits_for_the_handler_to_finish_its_answer() {
+        use std::io::{Read, Write};
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::Arc;
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let acted = Arc::new(AtomicBool::new(false));
+        let flag = acted.clone();
+        // A CGI-like handler: the status first, then its work, then the end.
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            let mut buf = [0u8; 1024];
+            let _ = s.read(&mut buf).unwrap();
+            s.write_all(b"HTTP/1.1 200 OK\r\n\r\nbye\n").unwrap();
+            s.flush().unwrap();
+            std::thread::sleep(Duration::from_millis(200));
+            flag.store(true, Ordering::SeqCst);
+            s.write_all(&[b'x'; 5000]).unwrap();
+        });
+        let g = Get {
+            addr,
+            path: "/stop",
+            headers: &[],
+        };
+        let got = crate::rt::block_on(super::get(&g, Duration::from_secs(10), Until::End));
+        assert_eq!(got.map_err(|e| e.to_string()), Ok(200));
+        assert!(
+            acted.load(Ordering::SeqCst),
+            "returned before the answer ended"
+        );
+        server.join().unwrap();
+    }
+
+    #[test]
+    fn draining_stops_at_its_bound() {
+        // An answer without end: read to the bound, not forever.
+        let mut endless = smol::io::repeat(b'x');
+        crate::rt::block_on(drain(&mut endless));
     }
 
     #[test]
