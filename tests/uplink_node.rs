@@ -24,6 +24,9 @@ use tinylet::agent::host::go_arch;
 use tinylet::model::time::{format_rfc3339, parse_rfc3339};
 use tinylet::uplink::node::status::binary_si;
 
+/// The Lease's renew interval: 60 % of its default 40 s duration.
+const RENEW: Duration = Duration::from_secs(24);
+
 /// Polls `f` every 250 ms until it gives a value; panics naming `what` after `timeout`
 /// (with the agent's log when there is an agent). Checks the agent is alive meanwhile.
 fn wait_for<T>(what: &str, timeout: Duration, node: &Node, mut f: impl FnMut() -> Option<T>) -> T {
@@ -343,7 +346,7 @@ fn a_gateway_joins_as_a_ready_node_with_a_renewing_lease() {
         &node,
         name,
         SystemTime::now(),
-        Duration::from_secs(22),
+        RENEW + Duration::from_secs(4),
     );
     c.start_again();
     let back = wait_ready(kube, &node, name, Duration::from_secs(30));
@@ -385,7 +388,7 @@ fn a_gateway_joins_as_a_ready_node_with_a_renewing_lease() {
         &node,
         name,
         SystemTime::now(),
-        Duration::from_secs(22),
+        RENEW + Duration::from_secs(4),
     );
     node.assert_agent_alive();
 }
@@ -439,7 +442,7 @@ fn lease_and_readiness_come_back_within_one_renew_period_after_uplink_cuts() {
         SystemTime::UNIX_EPOCH,
         Duration::from_secs(30),
     );
-    let period = Duration::from_secs(24);
+    let period = RENEW;
     let slack = Duration::from_secs(1);
 
     // A short cut (well within the node controller's 40 s grace): the client's back-off
