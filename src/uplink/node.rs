@@ -337,6 +337,7 @@ struct Beats {
 async fn renew_lease(up: Rc<Uplink>, duration_seconds: u32, beats: Beats) {
     let mut lease = Lease::new(&up.node_name, duration_seconds);
     let interval = lease.renew_interval();
+    let late = lease.late_after();
     let mut retry = Retry::new("node lease");
     let mut last_renewed = Instant::now();
     let last_beat = |renewed: Instant| beats.status_sent.get().map_or(renewed, |s| s.max(renewed));
@@ -350,7 +351,7 @@ async fn renew_lease(up: Rc<Uplink>, duration_seconds: u32, beats: Beats) {
         };
         match renewed {
             Ok(()) => {
-                if retry.failures() > 0 || last_beat(last_renewed).elapsed() > interval * 2 {
+                if retry.failures() > 0 || last_beat(last_renewed).elapsed() > late {
                     let _ = beats.wake.try_send(());
                 }
                 retry.succeeded();

@@ -64,6 +64,15 @@ impl Lease {
         Duration::from_millis(u64::from(self.duration_seconds) * 600)
     }
 
+    /// How long after the last heartbeat a renewal comes late: the node controller may
+    /// have marked the Node Unknown by then (its grace is 40 s by default, the Lease's
+    /// default duration; it looks every 5 s), so the status must go out again at once.
+    /// Three quarters of the duration: a renewal one interval (60 %) late plus the
+    /// short retries is not, one held back by a lost link for longer is.
+    pub fn late_after(&self) -> Duration {
+        Duration::from_millis(u64::from(self.duration_seconds) * 750)
+    }
+
     /// Renews the Lease at `now` (making it first if needed); `node_uid` is the Node's,
     /// for the owner reference.
     pub async fn renew(
@@ -175,6 +184,7 @@ mod tests {
     fn lease_shape() {
         let l = Lease::new("gw1", 40);
         assert_eq!(l.renew_interval(), Duration::from_secs(24));
+        assert_eq!(l.late_after(), Duration::from_secs(30));
         assert_eq!(
             Lease::new("gw1", 5).renew_interval(),
             Duration::from_millis(3000)
