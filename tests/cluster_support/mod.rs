@@ -3,6 +3,7 @@
 //! of them and the node's own (`tinylet get`/`exec`, the state directory).
 #![allow(dead_code)]
 
+pub use crate::agent_support::condition;
 use crate::agent_support::Node;
 use crate::common::kube::Kube;
 use crate::common::Containerd;
@@ -101,14 +102,6 @@ pub fn wait_api(
         n.assert_agent_alive();
         std::thread::sleep(Duration::from_millis(250));
     }
-}
-
-pub fn condition<'a>(p: &'a Value, kind: &str) -> &'a str {
-    p["status"]["conditions"]
-        .as_array()
-        .and_then(|cs| cs.iter().find(|c| c["type"] == kind))
-        .and_then(|c| c["status"].as_str())
-        .unwrap_or("")
 }
 
 pub fn running_ready(p: &Value) -> bool {
