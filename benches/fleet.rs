@@ -25,7 +25,10 @@
 //! Ready; a DaemonSet and `FLEET_PODS_PER_NODE` (4) pods per node, all Ready; settle
 //! (`FLEET_SETTLE_SECS`, 60), then the idle window (`FLEET_IDLE_SECS`, 600); the API
 //! server restarted (SIGTERM, its graceful shutdown, started again): until every node
-//! renewed its Lease and is Ready, the first minute's requests; the DaemonSet's image
+//! renewed its Lease with the new server and is Ready, the first minute's requests (a
+//! renewal the new server took before its /readyz said ok counts as back at ready:
+//! measured from ready only, that node would show its next renewal, an interval
+//! later); the DaemonSet's image
 //! changed: until every node runs the new pod; half the fleet's relay cut for
 //! `FLEET_CUT_SECS` (120) and restored: until those nodes and every pod are back. Before
 //! the fleets, the control plane alone for `FLEET_BASELINE_SECS` (300): subtracted from

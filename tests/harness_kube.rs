@@ -438,7 +438,12 @@ fn apiserver_restart_comes_back_on_the_same_port_with_the_same_data() {
     kube.apply(&config_map_manifest("before-restart"));
     let pid = |k: &Kube| std::fs::read_to_string(k.dir().join("kube-apiserver.pid")).unwrap();
     let old = pid(&kube);
-    kube.restart_apiserver();
+    let before = std::time::SystemTime::now();
+    let gone = kube.restart_apiserver();
+    assert!(
+        before <= gone && gone <= std::time::SystemTime::now(),
+        "the old server was gone during the restart: {gone:?}"
+    );
     assert_ne!(pid(&kube), old, "a new API server process");
     assert_eq!(kube.kubectl_ok(&["get", "--raw", "/readyz"]), "ok");
     let cm = kube.kubectl_ok(&["get", "configmap", "before-restart", "-o", "name"]);

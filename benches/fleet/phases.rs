@@ -47,7 +47,8 @@ pub struct Restart {
     /// From ready to every node back: Lease renewed, Node Ready (None: not within the
     /// wait).
     pub back_all: Option<Duration>,
-    /// Per node, from ready to its first renewal.
+    /// Per node, from ready to its first renewal (0: the new server took it before
+    /// /readyz said ok).
     pub renewed: Vec<Duration>,
     /// Nodes seen not Ready meanwhile.
     pub went_unready: usize,
@@ -189,14 +190,21 @@ fn restart(b: &mut Bench, fleet: &mut Fleet, missed: &mut Vec<String>) -> Result
     say(fleet.kind, "restarting the API server");
     let etcd_before = crate::plane::usage(b.kube, "etcd")?.cpu;
     let t_kill = Instant::now();
-    b.kube.restart_apiserver();
+    let gone = b.kube.restart_apiserver();
     let (t_ready, wall_ready) = (Instant::now(), SystemTime::now());
     let mut r = Restart {
         down: t_ready.duration_since(t_kill),
         ..Default::default()
     };
     let names = fleet.names.clone();
-    let (renewed, polls) = await_back(b, fleet, &names, t_ready, wall_ready, missed)?;
+    // A renewal the new server took before /readyz said ok counts as back at ready:
+    // counted from ready only, such a node showed its next renewal, one interval later.
+    let since = Since {
+        t: t_ready,
+        from: gone,
+        wall: wall_ready,
+    };
+    let (renewed, polls) = await_back(b, fleet, &names, since, missed)?;
     r.back_all = (renewed.len() == names.len()).then(|| t_ready.elapsed());
     if fleet.kind == Kind::Tinylet && renewed.len() == names.len() {
         r.slowest = slowest_log(&b.dir.join(fleet.kind.label()), &names, &renewed);
@@ -283,7 +291,12 @@ fn cut(b: &mut Bench, fleet: &mut Fleet, missed: &mut Vec<String>) -> Result<Cut
     let s0 = sample::take(b.kube, &b.relays[..], Some(fleet))?;
     b.relays[0].restore()?;
     let (t_back, wall_back) = (Instant::now(), SystemTime::now());
-    let (renewed, _) = await_back(b, fleet, &names, t_back, wall_back, missed)?;
+    let since = Since {
+        t: t_back,
+        from: wall_back,
+        wall: wall_back,
+    };
+    let (renewed, _) = await_back(b, fleet, &names, since, missed)?;
     let back_all = (renewed.len() == names.len()).then(|| t_back.elapsed());
     let all: BTreeSet<String> = fleet.names.iter().cloned().collect();
     let want = all.len() * (b.opts.pods_per_node + 1);
@@ -308,17 +321,27 @@ fn cut(b: &mut Bench, fleet: &mut Fleet, missed: &mut Vec<String>) -> Result<Cut
     })
 }
 
-/// Waits until each of `names` renewed its Lease after `wall` and its Node is Ready;
-/// each node's first renewal after `wall` (as seen by polling: the Lease shows only
-/// the last one), and the Lease reads made. When that is not so
+/// Where the wait for the nodes to come back starts.
+#[derive(Clone, Copy)]
+struct Since {
+    /// The moment the wait began (for its limit and for "every node back").
+    t: Instant,
+    /// Renewals from then on count: the API server serves them.
+    from: SystemTime,
+    /// The first renewals are measured from then (earlier ones as 0).
+    wall: SystemTime,
+}
+
+/// Waits until each of `names` renewed its Lease after `since.from` and its Node is
+/// Ready; each node's first such renewal, from `since.wall` (as seen by polling: the
+/// Lease shows only the last one), and the Lease reads made. When that is not so
 /// within the wait, says in `missed` which nodes were not back and gives the renewals
 /// seen (fewer than `names`).
 fn await_back(
     b: &mut Bench,
     fleet: &mut Fleet,
     names: &[String],
-    since: Instant,
-    wall: SystemTime,
+    since: Since,
     missed: &mut Vec<String>,
 ) -> Result<(Vec<Duration>, usize), String> {
     let mut resynced = Instant::now();
@@ -330,7 +353,8 @@ fn await_back(
         let leases = b.admin.lease_renewals().unwrap_or_default();
         polls += 1;
         for n in names {
-            if let Some(d) = leases.get(n).and_then(|t| t.duration_since(wall).ok()) {
+            if let Some(t) = leases.get(n).filter(|t| **t > since.from) {
+                let d = t.duration_since(since.wall).unwrap_or_default();
                 first_seen.entry(n.as_str()).or_insert(d);
             }
         }
@@ -346,12 +370,12 @@ fn await_back(
         if let (Some(r), true) = (renewed, ready) {
             return Ok((r, polls));
         }
-        if since.elapsed() > b.opts.wait {
+        if since.t.elapsed() > b.opts.wait {
             let late: Vec<String> = b.view.with(|s| {
                 names
                     .iter()
                     .filter_map(|n| {
-                        let renewal = leases.get(n).map(|t| t.duration_since(wall).is_ok());
+                        let renewal = leases.get(n).map(|t| *t > since.from);
                         let ready = s.nodes.get(n).map(|x| x.ready);
                         (renewal != Some(true) || ready != Some(true))
                             .then(|| format!("{n} (renewed since: {renewal:?}, Ready: {ready:?})"))

@@ -343,9 +343,17 @@ fn times(outs: &[Outcome]) -> String {
         },
     );
     row(
-        "… ready → each node's first renewal, p50 / p99 / max",
+        "… ready → each node's first renewal, p50 / p99 / max (before ready: 0)",
         &|o| spread(&o.restart.renewed),
     );
+    row("… nodes that renewed before /readyz said ok", &|o| {
+        o.restart
+            .renewed
+            .iter()
+            .filter(|d| d.is_zero())
+            .count()
+            .to_string()
+    });
     row("… nodes seen not Ready meanwhile", &|o| {
         o.restart.went_unready.to_string()
     });

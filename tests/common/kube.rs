@@ -24,8 +24,9 @@
 //!   .node_kubeconfig(name) -> PathBuf       that identity's kubeconfig
 //!   .node_certs(&[names])                   client and serving certificates of many nodes
 //!                                           (P-256 keys, nodes/NAME/), no kubeconfig
-//!   .restart_apiserver()                    SIGTERM (graceful shutdown), the same API
-//!                                           server started again; returns once ready
+//!   .restart_apiserver() -> SystemTime      SIGTERM (graceful shutdown), the same API
+//!                                           server started again; returns once ready,
+//!                                           with when the old one was gone
 //!   .relay() -> Relay                       TCP relay in front of the API server
 //!   .log(component) -> String               e.g. log("kube-apiserver")
 //! Relay: .url(), .cut() (live connections dropped, new ones refused), .restore(),
@@ -41,6 +42,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// A private control plane (see the module docs).
 pub struct Kube {
@@ -213,8 +215,18 @@ impl Kube {
         }
     }
 
-    pub fn restart_apiserver(&self) {
-        self.script(&["apiserver-restart"]);
+    /// Returns when the old server was gone: the new one may serve requests from then
+    /// on, before /readyz says so.
+    pub fn restart_apiserver(&self) -> SystemTime {
+        let out = self.script(&["apiserver-restart"]);
+        let gone = out
+            .lines()
+            .last()
+            .and_then(|l| l.trim().parse::<f64>().ok());
+        match gone {
+            Some(secs) => UNIX_EPOCH + Duration::from_secs_f64(secs),
+            None => panic!("kube.sh apiserver-restart: no stop time in {out:?}"),
+        }
     }
 
     /// A new TCP relay in front of the API server, for uplink-loss tests.

@@ -32,7 +32,8 @@
 #   kube.sh apiserver-restart DIR
 #                         stops the API server (SIGTERM: its graceful shutdown, SIGKILL after
 #                         60 s) and starts it again with the same flags and port; returns once
-#                         /readyz answers ok again
+#                         /readyz answers ok again and prints when the old one was gone (Unix
+#                         seconds): what the new one serves from then on, before /readyz too
 #   kube.sh relay-up DIR [RELAY]      TCP relay (socat) on a free loopback port in front of the
 #                         API server; prints its URL (RELAY names it, default 1)
 #   kube.sh relay-cut DIR [RELAY]     uplink loss: live connections are dropped (closed) and
@@ -495,7 +496,7 @@ cmd_node_identity() {
 # --- restarts -------------------------------------------------------------------------------
 
 cmd_apiserver_restart() {
-	local dir=$1 pid i
+	local dir=$1 pid i gone
 	load_env "$dir"
 	pid=$(component_pids "$dir" kube-apiserver | head -n 1)
 	[ -n "$pid" ] || die "no API server of $dir runs"
@@ -505,7 +506,9 @@ cmd_apiserver_restart() {
 		sleep 0.1
 	done
 	kill -KILL "$pid" 2>/dev/null || true
+	gone=$(date +%s.%N)
 	start_apiserver "$dir"
+	echo "$gone"
 }
 
 # --- relays ----------------------------------------------------------------------------------
