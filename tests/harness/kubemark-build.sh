@@ -66,8 +66,15 @@ ticker=$!
 # Create, Remove and RemoveAll; the file is put back afterwards, for the other builds of
 # the tree. kubelet's own code is untouched.
 fake_os=pkg/kubelet/container/testing/os.go
-cp "$fake_os" "$KUBE_CACHE/fake-os.go.orig"
-trap 'cp "$KUBE_CACHE/fake-os.go.orig" "$fake_os"; kill "$ticker" 2>/dev/null || true' EXIT
+fake_os_orig=$KUBE_CACHE/fake-os.go.orig
+# A copy left behind means a build was killed before it put the file back: that copy is
+# the tree's own file.
+if [ -f "$fake_os_orig" ]; then
+	msg "$fake_os: putting back the tree's file a build cut short left changed"
+	cp "$fake_os_orig" "$fake_os"
+fi
+cp "$fake_os" "$fake_os_orig"
+trap 'cp "$fake_os_orig" "$fake_os" && rm -f "$fake_os_orig"; kill "$ticker" 2>/dev/null || true' EXIT
 sed -i -e '/^package testing$/a import "sync"' \
 	-e '/^func (f \*FakeOS) \(Create\|Remove\|RemoveAll\)(/a \\tfakeFilesLock.Lock()\n\tdefer fakeFilesLock.Unlock()' \
 	-e '$a \\n// One lock for the fake files (tinylet'"'"'s bench-fleet: pod workers call these at once).\nvar fakeFilesLock sync.Mutex' \
