@@ -47,6 +47,11 @@ struct SandboxSpec<'a> {
     security_context: Option<&'a PodSecurityContext>,
     /// (protocol, containerPort, hostPort, hostIP) of every published port.
     host_ports: Vec<(String, i32, i32, &'a str)>,
+    /// Left out when unset, so the hashes of sandboxes made before stay the same.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    share_process_namespace: Option<bool>,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    runtime_handler: &'a str,
 }
 
 /// The hash of the sandbox-level spec of `pod`.
@@ -75,6 +80,8 @@ pub fn sandbox_hash(pod: &Pod) -> String {
         dns_config: s.dns_config.as_ref(),
         security_context: s.security_context.as_ref(),
         host_ports,
+        share_process_namespace: s.share_process_namespace,
+        runtime_handler: super::sandbox::runtime_handler(pod),
     })
 }
 

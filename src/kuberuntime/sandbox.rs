@@ -34,6 +34,17 @@ pub fn hostname(pod: &Pod) -> String {
     h
 }
 
+/// The CRI runtime handler of the pod's sandbox: a local pod's `runtimeClassName`
+/// names it (a device has no RuntimeClass objects; admission refuses it on a cluster
+/// pod); "" is the runtime's default. A handler the runtime lacks fails the sandbox,
+/// which the pod's status says; it never runs under the default instead.
+pub fn runtime_handler(pod: &Pod) -> &str {
+    match pod.source() {
+        crate::model::pod::Source::File => &pod.spec.runtime_class_name,
+        crate::model::pod::Source::Api => "",
+    }
+}
+
 /// Labels every CRI object of the pod carries: the pod's own plus its identity.
 pub fn pod_labels(pod: &Pod) -> BTreeMap<String, String> {
     let m = &pod.metadata;
@@ -105,13 +116,19 @@ fn port_mappings(pod: &Pod) -> Vec<pb::PortMapping> {
 }
 
 /// The pod's namespace modes, shared by its sandbox and every container: the host's
-/// for hostNetwork/hostPID/hostIPC, else the pod's (the container's own for PID).
+/// for hostNetwork/hostPID/hostIPC, else the pod's (for PID the container's own, or the
+/// pod's with `shareProcessNamespace`, as kubelet).
 pub fn namespace_options(pod: &Pod) -> pb::NamespaceOption {
     let spec = &pod.spec;
     let mode = |host: bool, otherwise: pb::NamespaceMode| if host { pb::NamespaceMode::Node } else { otherwise } as i32;
+    let pid = if spec.share_process_namespace == Some(true) {
+        pb::NamespaceMode::Pod
+    } else {
+        pb::NamespaceMode::Container
+    };
     pb::NamespaceOption {
         network: mode(spec.host_network, pb::NamespaceMode::Pod),
-        pid: mode(spec.host_pid, pb::NamespaceMode::Container),
+        pid: mode(spec.host_pid, pid),
         ipc: mode(spec.host_ipc, pb::NamespaceMode::Pod),
         target_id: String::new(),
     }

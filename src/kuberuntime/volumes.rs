@@ -41,7 +41,7 @@ use super::env::Objects;
 use super::expand::Env;
 use super::{downward_api, ownership, projected, tmpfs, SyncError};
 use crate::cri::pb;
-use crate::model::container::VolumeMount;
+use crate::model::container::{MountPropagationMode, VolumeMount};
 use crate::model::pod::{HostPathType, StorageMedium, Volume};
 use crate::model::{Container, Pod, Reason};
 use std::io;
@@ -477,8 +477,21 @@ fn mount(
         container_path: m.mount_path.clone(),
         host_path: host.to_string_lossy().into_owned(),
         readonly: read_only,
+        propagation: propagation(m.mount_propagation) as i32,
         ..Default::default()
     })
+}
+
+/// kubelet's translation of `mountPropagation` (None and unset are private; admission
+/// allows `Bidirectional` only in a privileged container).
+pub fn propagation(mode: Option<MountPropagationMode>) -> pb::MountPropagation {
+    match mode {
+        None | Some(MountPropagationMode::None) => pb::MountPropagation::PropagationPrivate,
+        Some(MountPropagationMode::HostToContainer) => {
+            pb::MountPropagation::PropagationHostToContainer
+        }
+        Some(MountPropagationMode::Bidirectional) => pb::MountPropagation::PropagationBidirectional,
+    }
 }
 
 /// Opens the subPath `sub` beneath the volume `root`, making it a directory (and its

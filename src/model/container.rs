@@ -60,6 +60,9 @@ pub struct Container {
     pub stdin_once: bool,
     #[serde(skip_serializing_if = "is_false")]
     pub tty: bool,
+    /// Raw block devices: read only to be refused.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub volume_devices: Vec<serde_json::Value>,
 }
 
 /// When the image is pulled.
@@ -196,6 +199,29 @@ pub struct VolumeMount {
     /// Like `subPath`, with `$(VAR)` expanded from the container's environment.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub sub_path_expr: String,
+    /// CRI mount propagation; `Bidirectional` only in a privileged container.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mount_propagation: Option<MountPropagationMode>,
+    /// `Enabled` is refused (no recursive read-only mounts); `IfPossible` is
+    /// read-only at the top, as upstream on a runtime without them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recursive_read_only: Option<RecursiveReadOnlyMode>,
+}
+
+/// `volumeMounts[].mountPropagation`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MountPropagationMode {
+    None,
+    HostToContainer,
+    Bidirectional,
+}
+
+/// `volumeMounts[].recursiveReadOnly`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RecursiveReadOnlyMode {
+    Disabled,
+    IfPossible,
+    Enabled,
 }
 
 /// `resources`: quantities by resource name (`cpu`, `memory`, `ephemeral-storage`).
@@ -206,6 +232,9 @@ pub struct ResourceRequirements {
     pub limits: BTreeMap<String, Quantity>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub requests: BTreeMap<String, Quantity>,
+    /// Dynamic resource claims: read only to be refused.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub claims: Vec<serde_json::Value>,
 }
 
 /// A health check: one handler and its timing. Zero timing fields mean "default".
@@ -349,6 +378,9 @@ pub struct Lifecycle {
     pub post_start: Option<LifecycleHandler>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pre_stop: Option<LifecycleHandler>,
+    /// Read only to be refused (the runtime's stop signal is used).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub stop_signal: String,
 }
 
 /// One lifecycle hook; exactly one action is set.

@@ -94,6 +94,40 @@ pub struct PodSpec {
     /// admission plugin does).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub automount_service_account_token: Option<bool>,
+    /// One PID namespace for all the pod's containers (CRI `pid: POD`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub share_process_namespace: Option<bool>,
+    /// `false` asks for a user namespace, which tinylet does not give: refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_users: Option<bool>,
+    /// A local pod's CRI runtime handler; a cluster pod's RuntimeClass (refused).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub runtime_class_name: String,
+    /// The RuntimeClass's per-pod overhead: refused (fit and cgroups do not count it).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub overhead: BTreeMap<String, Quantity>,
+    /// Pod-level requests and limits: count for the QoS class, else refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resources: Option<super::container::ResourceRequirements>,
+    /// Only `linux` is run (kubelet's `PodOSNotSupported` otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub os: Option<PodOs>,
+    #[serde(rename = "setHostnameAsFQDN", skip_serializing_if = "Option::is_none")]
+    pub set_hostname_as_fqdn: Option<bool>,
+    /// The fields below are read only to be refused (see `node::admit::unsupported`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub readiness_gates: Vec<serde_json::Value>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ephemeral_containers: Vec<serde_json::Value>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub resource_claims: Vec<serde_json::Value>,
+}
+
+/// `spec.os`: the operating system the pod's containers need.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PodOs {
+    pub name: String,
 }
 
 /// `spec.hostAliases[]`: one line of the pod's `/etc/hosts`.
@@ -159,6 +193,9 @@ pub struct PodSecurityContext {
     pub fs_group: Option<i64>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub supplemental_groups: Vec<i64>,
+    /// `Merge` (the image's groups too) is what runs; `Strict` is refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub supplemental_groups_policy: Option<SupplementalGroupsPolicy>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sysctls: Vec<Sysctl>,
     /// Every container's, unless it sets its own.
@@ -166,6 +203,13 @@ pub struct PodSecurityContext {
     pub seccomp_profile: Option<SecurityProfile>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub app_armor_profile: Option<SecurityProfile>,
+}
+
+/// Whether the groups of the image's `/etc/group` are added to `supplementalGroups`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SupplementalGroupsPolicy {
+    Merge,
+    Strict,
 }
 
 /// A namespaced kernel parameter set in the pod's sandbox.

@@ -10,7 +10,7 @@ use crate::agent::actions::PodActions;
 use crate::agent::observe::Effects;
 use crate::cri::{pb, CriError};
 use crate::kuberuntime::observed::{ObservedPod, ObservedSandbox};
-use crate::kuberuntime::sandbox::{log_directory, sandbox_config};
+use crate::kuberuntime::sandbox::{log_directory, runtime_handler, sandbox_config};
 use crate::kuberuntime::SyncError;
 use crate::model::Reason;
 use std::time::Instant;
@@ -69,7 +69,7 @@ impl Worker {
             .ctx
             .cri
             .runtime
-            .run_pod_sandbox(sb_cfg.clone(), "")
+            .run_pod_sandbox(sb_cfg.clone(), runtime_handler(&self.pod))
             .await
         {
             Err(e) if e.is_deadline_exceeded() => {

@@ -292,3 +292,81 @@ mod every {
         }
     }
 }
+
+/// Every pod field the schema accepts is decoded by the model or listed in the node's
+/// table of fields honoured, refused or without effect (`node::admit::unsupported`), so
+/// that none is dropped in silence. Left out: metadata the node does not read, and volume
+/// sources and projections, which validation refuses by name.
+#[test]
+fn every_pod_field_is_decoded_or_listed() {
+    let mut accepted = Vec::new();
+    schema_paths(schema::of_kind("Pod").unwrap(), "", &mut accepted);
+    let mut decoded = Vec::new();
+    value_paths(&every_field::<crate::model::Pod>(), "", &mut decoded);
+    let listed: Vec<&str> = crate::node::admit::unsupported::FIELDS
+        .iter()
+        .map(|(p, _)| *p)
+        .collect();
+    let unlisted: Vec<&String> = accepted
+        .iter()
+        .filter(|p| !p.starts_with("metadata.") && !p.starts_with("spec.volumes[]."))
+        .filter(|p| !["kind", "apiVersion", "status"].contains(&p.as_str()))
+        .filter(|p| !decoded.contains(p))
+        .filter(|p| {
+            !listed.contains(
+                &p.replace("spec.initContainers[]", "spec.containers[]")
+                    .as_str(),
+            )
+        })
+        .collect();
+    assert!(unlisted.is_empty(), "{unlisted:?}");
+    // And the table names only fields the schema has.
+    for p in &listed {
+        assert!(accepted.iter().any(|a| a == p), "{p}");
+    }
+}
+
+/// Every field path of `fields` (`[]` for a list's items).
+fn schema_paths(fields: &Fields, at: &str, out: &mut Vec<String>) {
+    let join = |n: &str| {
+        if at.is_empty() {
+            n.to_string()
+        } else {
+            format!("{at}.{n}")
+        }
+    };
+    for n in fields.any.split(' ').filter(|n| !n.is_empty()) {
+        out.push(join(n));
+    }
+    for (n, shape) in fields.nested {
+        out.push(join(n));
+        match shape {
+            Shape::Any => {}
+            Shape::Object(inner) => schema_paths(inner, &join(n), out),
+            Shape::List(inner) => schema_paths(inner, &format!("{}[]", join(n)), out),
+        }
+    }
+}
+
+/// Every member path of `v` (`[]` for a list's items).
+fn value_paths(v: &Value, at: &str, out: &mut Vec<String>) {
+    match v {
+        Value::Object(members) => {
+            for (n, inner) in members {
+                let p = if at.is_empty() {
+                    n.clone()
+                } else {
+                    format!("{at}.{n}")
+                };
+                out.push(p.clone());
+                value_paths(inner, &p, out);
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                value_paths(item, &format!("{at}[]"), out);
+            }
+        }
+        _ => {}
+    }
+}

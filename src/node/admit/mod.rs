@@ -21,6 +21,7 @@ pub mod fit;
 pub mod placement;
 pub mod policy;
 pub mod sysctls;
+pub mod unsupported;
 
 use crate::config::Config;
 use crate::kuberuntime::env::NodeAllocatable;
@@ -71,6 +72,7 @@ pub fn admit(
     node: &NodeView<'_>,
     cfg: &Config,
 ) -> Result<(), Refusal> {
+    unsupported::check(pod)?;
     sysctls::check(pod, &cfg.allowed_unsafe_sysctls)?;
     policy::check(pod, from_cluster, cfg)?;
     fit::pressure(pod, node)?;
