@@ -59,28 +59,83 @@ pub(crate) fn request_milli(c: &Container, name: &str) -> Option<i64> {
     milli(c, "requests", name).or_else(|| milli(c, "limits", name))
 }
 
-/// kubelet's QoS rules: Guaranteed when every container has cpu and memory limits equal
-/// to their requests; BestEffort when nobody asks for anything; Burstable otherwise.
+/// The resources the QoS class is computed from (upstream's `isSupportedQoSComputeResource`):
+/// an ephemeral-storage or extended-resource request makes no pod Burstable.
+const QOS_RESOURCES: [&str; 2] = ["cpu", "memory"];
+
+/// Upstream's QoS rules (`ComputePodQOS`), which the API server also applies and from
+/// v1.32 holds `status.qosClass` to: only cpu and memory quantities above zero count;
+/// BestEffort when there are none; Guaranteed when every container (init ones too)
+/// has both a cpu and a memory limit and the summed requests equal the summed limits
+/// (a request defaults to its limit, as the API server's defaulting does); Burstable
+/// otherwise. Pod-level `spec.resources`, when set, replaces the containers'. The
+/// cgroup tier, the oom_score_adj and the status all take the class from here.
 pub fn qos_class(pod: &Pod) -> QosClass {
-    let all: Vec<&Container> = pod.all_containers().collect();
-    let any_set = all
-        .iter()
-        .any(|c| !c.resources.requests.is_empty() || !c.resources.limits.is_empty());
-    if !any_set {
-        return QosClass::BestEffort;
+    let mut sums = QosSums::default();
+    match pod.spec.resources.as_ref().filter(|r| pod_level_set(r)) {
+        Some(r) => sums.add(r),
+        None => pod.all_containers().for_each(|c| sums.add(&c.resources)),
     }
-    let guaranteed = all.iter().all(|c| {
-        ["cpu", "memory"]
-            .iter()
-            .all(|r| match milli(c, "limits", r) {
-                Some(limit) => request_milli(c, r) == Some(limit),
-                None => false,
-            })
-    });
-    if guaranteed {
+    if sums.requests.is_empty() && sums.limits.is_empty() {
+        QosClass::BestEffort
+    } else if sums.every_limit_set && sums.requests == sums.limits {
         QosClass::Guaranteed
     } else {
         QosClass::Burstable
+    }
+}
+
+/// Upstream's `IsPodLevelResourcesSet`: pod-level resources count only when they name a
+/// resource that may be set for the pod (cpu, memory, hugepages).
+fn pod_level_set(r: &crate::model::container::ResourceRequirements) -> bool {
+    r.requests
+        .keys()
+        .chain(r.limits.keys())
+        .any(|k| QOS_RESOURCES.contains(&k.as_str()) || k.starts_with("hugepages-"))
+}
+
+/// The non-zero cpu and memory quantities of a pod, summed by resource (in nanos, so
+/// cpu and bytes alike are exact).
+struct QosSums {
+    requests: std::collections::BTreeMap<&'static str, i128>,
+    limits: std::collections::BTreeMap<&'static str, i128>,
+    /// Every resource set so far had both a cpu and a memory limit above zero.
+    every_limit_set: bool,
+}
+
+impl Default for QosSums {
+    fn default() -> Self {
+        QosSums {
+            requests: Default::default(),
+            limits: Default::default(),
+            every_limit_set: true,
+        }
+    }
+}
+
+impl QosSums {
+    fn add(&mut self, r: &crate::model::container::ResourceRequirements) {
+        for name in QOS_RESOURCES {
+            let positive =
+                |q: Option<&crate::model::Quantity>| q.map(|q| q.nanos()).filter(|&n| n > 0);
+            let limit = positive(r.limits.get(name));
+            // The API server defaults an absent request to the limit.
+            let request = match r.requests.get(name) {
+                Some(q) => positive(Some(q)),
+                None => limit,
+            };
+            if let Some(n) = request {
+                let sum = self.requests.entry(name).or_default();
+                *sum = sum.saturating_add(n);
+            }
+            match limit {
+                Some(n) => {
+                    let sum = self.limits.entry(name).or_default();
+                    *sum = sum.saturating_add(n);
+                }
+                None => self.every_limit_set = false,
+            }
+        }
     }
 }
 
@@ -199,6 +254,60 @@ mod tests {
             ])),
             QosClass::Burstable
         );
+    }
+
+    /// Upstream's edges: only non-zero cpu and memory count, requests default to
+    /// limits, init containers count, pod-level resources replace the containers'.
+    #[test]
+    fn qos_counts_only_nonzero_cpu_and_memory() {
+        let storage = c(
+            &[("ephemeral-storage", "1Gi")],
+            &[("ephemeral-storage", "2Gi")],
+        );
+        assert_eq!(qos_class(&pod(vec![storage])), QosClass::BestEffort);
+        let ext = c(&[], &[("example.com/dongle", "1")]);
+        assert_eq!(qos_class(&pod(vec![ext])), QosClass::BestEffort);
+        let zero = c(&[("cpu", "0"), ("memory", "0")], &[]);
+        assert_eq!(qos_class(&pod(vec![zero])), QosClass::BestEffort);
+        // An explicit zero request is not defaulted to the limit: not equal.
+        let zero_req = c(&[("cpu", "0")], &[("cpu", "1"), ("memory", "1Gi")]);
+        assert_eq!(qos_class(&pod(vec![zero_req])), QosClass::Burstable);
+        // Defaulted requests, an extra ephemeral-storage request: still Guaranteed.
+        let g = c(
+            &[("ephemeral-storage", "1Gi")],
+            &[("cpu", "1"), ("memory", "1Gi")],
+        );
+        assert_eq!(qos_class(&pod(vec![g.clone()])), QosClass::Guaranteed);
+        // 1000m and 1 are the same quantity.
+        let same = c(&[("cpu", "1000m")], &[("cpu", "1"), ("memory", "1Gi")]);
+        assert_eq!(qos_class(&pod(vec![same])), QosClass::Guaranteed);
+        // A zero cpu limit is no limit.
+        let no_cpu = c(&[], &[("cpu", "0"), ("memory", "1Gi")]);
+        assert_eq!(qos_class(&pod(vec![no_cpu])), QosClass::Burstable);
+    }
+
+    #[test]
+    fn qos_counts_init_containers_and_pod_resources() {
+        let g = c(&[], &[("cpu", "1"), ("memory", "1Gi")]);
+        let mut p = pod(vec![g.clone()]);
+        p.spec.init_containers = vec![c(&[("memory", "8Mi")], &[])];
+        assert_eq!(qos_class(&p), QosClass::Burstable);
+        p.spec.init_containers = vec![g.clone()];
+        assert_eq!(qos_class(&p), QosClass::Guaranteed);
+        let mut p = pod(vec![c(&[("cpu", "1")], &[])]);
+        p.spec.init_containers = vec![c(&[("ephemeral-storage", "1")], &[])];
+        assert_eq!(qos_class(&p), QosClass::Burstable);
+        // Pod-level resources replace the containers' (upstream from v1.32).
+        let mut p = pod(vec![c(&[], &[]), c(&[("cpu", "100m")], &[])]);
+        p.spec.resources = Some(g.resources.clone());
+        assert_eq!(qos_class(&p), QosClass::Guaranteed);
+        p.spec.resources = Some(c(&[("memory", "1Gi")], &[]).resources);
+        assert_eq!(qos_class(&p), QosClass::Burstable);
+        // Without cpu, memory or hugepages they are not set: the containers count.
+        p.spec.resources = Some(c(&[("ephemeral-storage", "1")], &[]).resources);
+        assert_eq!(qos_class(&p), QosClass::Burstable);
+        p.spec.containers.pop();
+        assert_eq!(qos_class(&p), QosClass::BestEffort);
     }
 
     #[test]
