@@ -444,3 +444,93 @@ fn a_local_pod_with_a_token_volume_waits_naming_it() {
     );
     n.delete_pod("token-local");
 }
+
+/// Whether a process whose command line holds `marker` is visible from container `c`.
+fn sees_process(n: &Node, pod: &str, c: &str, marker: &str) -> bool {
+    // Each /proc/PID/cmdline, NULs made spaces; the pattern is bracketed so that this
+    // script's own command line (which holds it) does not match it.
+    let script = format!(
+        "for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f; echo; done | grep -c 'slee[p] {marker}'"
+    );
+    let (_, out, _) = n.exec(pod, c, &["sh", "-c", &script]);
+    out.trim().parse::<u32>().unwrap_or(0) > 0
+}
+
+/// `shareProcessNamespace: true` is one PID namespace for the pod (CRI `pid: POD`): a
+/// container sees its sibling's processes, which it does not without the field.
+#[test]
+fn share_process_namespace_shows_the_other_containers_processes() {
+    let n = node();
+    let containers = |marker: &str| {
+        json!([
+            sh("target", n.image(), &format!("exec sleep {marker}")),
+            sh("looker", n.image(), "exec sleep 3600"),
+        ])
+    };
+    n.apply(&pod(
+        "pid-shared",
+        json!({"shareProcessNamespace": true, "containers": containers("3601")}),
+    ));
+    n.apply(&pod("pid-own", json!({"containers": containers("3602")})));
+    n.wait_running("pid-shared", START);
+    n.wait_running("pid-own", START);
+    assert!(sees_process(n, "pid-shared", "looker", "3601"));
+    assert!(!sees_process(n, "pid-own", "looker", "3602"));
+    // The check can see: in its own container the marker is there.
+    assert!(sees_process(n, "pid-own", "target", "3602"));
+    // PID 1 of a shared namespace is the sandbox's pause, not a container's command.
+    let (_, init, _) = n.exec("pid-shared", "looker", &["cat", "/proc/1/cmdline"]);
+    assert!(!init.contains("sleep"), "{init:?}");
+    n.delete_pod("pid-shared");
+    n.delete_pod("pid-own");
+}
+
+/// `hostUsers: false` asks for a user namespace, which tinylet does not give: the pod is
+/// Failed with `UnsupportedPodSpec` naming the field, and nothing of it runs.
+#[test]
+fn host_users_false_is_failed_unsupported() {
+    let n = node();
+    let c = sh("app", n.image(), "exec sleep 3600");
+    n.apply(&pod(
+        "no-userns",
+        json!({"hostUsers": false, "containers": [c]}),
+    ));
+    let p = n.wait_pod("no-userns", "Failed", START, |p| phase(p) == "Failed");
+    assert_eq!(p["status"]["reason"], "UnsupportedPodSpec", "{p}");
+    let message = p["status"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("spec.hostUsers: false"), "{p}");
+    let uid = n.uid("no-userns");
+    let sandboxes = n.cri().sandboxes(&uid);
+    assert!(sandboxes.is_empty(), "{sandboxes:?}");
+    n.delete_pod("no-userns");
+}
+
+/// A local pod's `runtimeClassName` is its CRI runtime handler: one the runtime lacks
+/// leaves the pod waiting with the runtime's refusal in its status, and nothing of it
+/// runs under the default runtime instead.
+#[test]
+fn an_unknown_runtime_handler_waits_and_never_runs_under_the_default() {
+    let n = node();
+    let c = sh("app", n.image(), "exec sleep 3600");
+    n.apply(&pod(
+        "no-handler",
+        json!({"runtimeClassName": "no-such-handler", "containers": [c]}),
+    ));
+    let p = n.wait_pod("no-handler", "waiting on its sandbox", START, |p| {
+        let w = &cstatus(p, "app")["state"]["waiting"];
+        w["reason"] == "ContainerCreating"
+            && w["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("no-such-handler"))
+    });
+    assert_eq!(phase(&p), "Pending", "{p}");
+    let uid = n.uid("no-handler");
+    let ready: Vec<_> = n
+        .cri()
+        .sandboxes(&uid)
+        .into_iter()
+        .filter(sandbox_ready)
+        .collect();
+    assert!(ready.is_empty(), "{ready:?}");
+    n.delete_pod("no-handler");
+}
