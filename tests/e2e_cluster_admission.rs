@@ -144,3 +144,41 @@ fn the_node_refuses_what_its_owner_and_its_capacity_do_not_allow() {
         assert!(running_ready(&p), "{name}: {}", p["status"]);
     }
 }
+
+/// What the API server sends is honoured or refused, never dropped: a pod of a
+/// RuntimeClass (whose handler the node does not resolve) is `Failed` with
+/// `UnsupportedPodSpec` rather than run under the default runtime; and the QoS class the
+/// node writes back is the API server's own (an ephemeral-storage request alone leaves a
+/// pod `BestEffort`; from v1.32 the API server refuses a status that changes it).
+#[test]
+fn unsupported_fields_are_refused_and_the_qos_class_is_the_api_servers() {
+    const NODE2: &str = "tl-unsupported";
+    let kube = &Kube::start();
+    let c = Containerd::start();
+    register(kube, NODE2);
+    let n = Node::joining(&c, &kube.node_identity(NODE2));
+    n.start_agent();
+    let ns = "unsupported";
+    namespace(kube, ns);
+    let main = |resources: Value| {
+        json!({"name": "main", "image": c.test_image(), "imagePullPolicy": "IfNotPresent",
+               "command": ["sh", "-c", "exec sleep 3600"], "resources": resources})
+    };
+
+    let class = json!({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
+                       "metadata": {"name": "gvisor"}, "handler": "runsc"});
+    kube.apply(&class.to_string());
+    let spec = json!({"runtimeClassName": "gvisor", "containers": [main(json!({}))]});
+    kube.apply(&kpod(NODE2, ns, "sandboxed", spec).to_string());
+    let m = refused(kube, &n, ns, "sandboxed", "UnsupportedPodSpec");
+    assert!(
+        m.starts_with("Pod spec.runtimeClassName: \"gvisor\" is not supported: "),
+        "{m}"
+    );
+
+    let storage = json!({"requests": {"ephemeral-storage": "1Mi"}});
+    let spec = json!({"containers": [main(storage)]});
+    kube.apply(&kpod(NODE2, ns, "scratch", spec).to_string());
+    let p = wait_api(kube, &n, ns, "scratch", "running", START, running_ready);
+    assert_eq!(p["status"]["qosClass"], "BestEffort", "{}", p["status"]);
+}

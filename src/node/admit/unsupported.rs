@@ -17,12 +17,12 @@ pub const REASON: &str = "UnsupportedPodSpec";
 pub enum Handling {
     /// Honoured as kubelet does (the CRI config carries it).
     Honoured,
-    /// Refused when set to what tinylet cannot give (the check says why, or None).
+    /// Refused whenever set to ask for something (the check says why, or None).
     Refused(fn(&Pod) -> Option<Refusal>),
     /// Honoured for some values, refused for the others (the check).
     Partly(fn(&Pod) -> Option<Refusal>),
-    /// Without effect on a Linux node without SELinux, as under kubelet, or read only by
-    /// the scheduler.
+    /// Without effect on this node, as under kubelet: the scheduler's, or options the
+    /// runtime ignores on a Linux host without SELinux.
     NoEffect,
 }
 
