@@ -76,7 +76,7 @@ pub fn qos_class(pod: &Pod) -> QosClass {
         Some(r) => sums.add(r),
         None => pod.all_containers().for_each(|c| sums.add(&c.resources)),
     }
-    if sums.requests.is_empty() && sums.limits.is_empty() {
+    if sums.none() {
         QosClass::BestEffort
     } else if sums.every_limit_set && sums.requests == sums.limits {
         QosClass::Guaranteed
@@ -94,11 +94,11 @@ fn pod_level_set(r: &crate::model::container::ResourceRequirements) -> bool {
         .any(|k| QOS_RESOURCES.contains(&k.as_str()) || k.starts_with("hugepages-"))
 }
 
-/// The non-zero cpu and memory quantities of a pod, summed by resource (in nanos, so
-/// cpu and bytes alike are exact).
+/// The non-zero cpu and memory quantities of a pod, summed by resource in the order of
+/// [`QOS_RESOURCES`] (in nanos, so cpu and bytes alike are exact; 0 is none).
 struct QosSums {
-    requests: std::collections::BTreeMap<&'static str, i128>,
-    limits: std::collections::BTreeMap<&'static str, i128>,
+    requests: [i128; 2],
+    limits: [i128; 2],
     /// Every resource set so far had both a cpu and a memory limit above zero.
     every_limit_set: bool,
 }
@@ -106,8 +106,8 @@ struct QosSums {
 impl Default for QosSums {
     fn default() -> Self {
         QosSums {
-            requests: Default::default(),
-            limits: Default::default(),
+            requests: [0; 2],
+            limits: [0; 2],
             every_limit_set: true,
         }
     }
@@ -115,27 +115,22 @@ impl Default for QosSums {
 
 impl QosSums {
     fn add(&mut self, r: &crate::model::container::ResourceRequirements) {
-        for name in QOS_RESOURCES {
-            let positive =
-                |q: Option<&crate::model::Quantity>| q.map(|q| q.nanos()).filter(|&n| n > 0);
-            let limit = positive(r.limits.get(name));
+        for (i, name) in QOS_RESOURCES.iter().enumerate() {
+            let positive = |q: &crate::model::Quantity| Some(q.nanos()).filter(|&n| n > 0);
+            let limit = r.limits.get(*name).and_then(positive);
             // The API server defaults an absent request to the limit.
-            let request = match r.requests.get(name) {
-                Some(q) => positive(Some(q)),
+            let request = match r.requests.get(*name) {
+                Some(q) => positive(q),
                 None => limit,
             };
-            if let Some(n) = request {
-                let sum = self.requests.entry(name).or_default();
-                *sum = sum.saturating_add(n);
-            }
-            match limit {
-                Some(n) => {
-                    let sum = self.limits.entry(name).or_default();
-                    *sum = sum.saturating_add(n);
-                }
-                None => self.every_limit_set = false,
-            }
+            self.requests[i] = self.requests[i].saturating_add(request.unwrap_or(0));
+            self.limits[i] = self.limits[i].saturating_add(limit.unwrap_or(0));
+            self.every_limit_set &= limit.is_some();
         }
+    }
+
+    fn none(&self) -> bool {
+        self.requests == [0; 2] && self.limits == [0; 2]
     }
 }
 
