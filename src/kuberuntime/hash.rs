@@ -123,4 +123,36 @@ mod tests {
         p.spec.host_network = true;
         assert_ne!(sandbox_hash(&p), h);
     }
+
+    /// A shared PID namespace or another runtime handler is a new sandbox; unset, they
+    /// leave the hash of a sandbox made before they were read as it was.
+    #[test]
+    fn sandbox_hash_follows_pid_sharing_and_the_handler_only_when_set() {
+        let mut p = Pod::default();
+        let h = sandbox_hash(&p);
+        p.spec.share_process_namespace = Some(true);
+        let shared = sandbox_hash(&p);
+        assert_ne!(shared, h);
+        p.spec.runtime_class_name = "kata".into();
+        assert_ne!(sandbox_hash(&p), shared);
+        p.spec.share_process_namespace = None;
+        p.spec.runtime_class_name.clear();
+        assert_eq!(sandbox_hash(&p), h);
+        // The JSON of an unset spec holds neither key (what older sandboxes hashed).
+        let json = serde_json::to_string(&SandboxSpec {
+            host_network: false,
+            host_pid: false,
+            host_ipc: false,
+            hostname: "",
+            subdomain: "",
+            dns_policy: &p.spec.dns_policy,
+            dns_config: None,
+            security_context: None,
+            host_ports: Vec::new(),
+            share_process_namespace: None,
+            runtime_handler: "",
+        })
+        .unwrap();
+        assert!(!json.contains("shareProcessNamespace") && !json.contains("runtimeHandler"));
+    }
 }
