@@ -81,7 +81,8 @@ impl Node {
             "runtimeRequestTimeout": "30s",
             "imagePullTimeout": "60s",
             "sandboxImage": c.sandbox_image(),
-            "allowedHostPaths": [dir.join("host")],
+            // Writable for cluster pods too (a plain path would be read-only for them).
+            "allowedHostPaths": [{"pathPrefix": dir.join("host"), "readOnly": false}],
             "logLevel": "info",
             // Keep dead containers: tests read the attempts' times from the runtime.
             "containerGC": {"minAge": "10m"},
