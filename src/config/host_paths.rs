@@ -10,6 +10,10 @@
 //! - `source`: `local` or `cluster` limits the entry to the pods of that source.
 //! - `{namespace}` as the last component: a directory per namespace, the pod's own,
 //!   made (0755) in the parent when missing; the pod reaches nothing of the others.
+//!
+//! Of nested entries the outermost a path is below decides (what a pod can write
+//! through it, it can reach there anyway): a read-only entry inside one the pod may
+//! write restricts nothing.
 
 use super::ConfigError;
 use serde::{Deserialize, Deserializer, Serialize};
