@@ -27,7 +27,7 @@ TOOL_DIR=$CACHE/cargo-fuzz-$CARGO_FUZZ_VERSION
 BUILD_DIR=${FUZZ_TARGET_DIR:-fuzz/target}
 SANITIZER=${FUZZ_SANITIZER:-none}
 TARGETS=(manifest config quantity image_ref registry_key cri_list cri_log http_status ws_frames
-	exec_status http_head kubelet_query dns_answer x509_subject watch_lines yaml)
+	exec_status http_head kubelet_query dns_answer x509_subject watch_lines yaml pod_policy)
 # Outputs live under fuzz/target (ignored by git, and by the shellcheck test's walk).
 OUT=fuzz/target
 export PATH=$TOOL_DIR/bin:$PATH

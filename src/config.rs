@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 mod eviction;
+pub mod host_paths;
 mod node_resources;
 pub mod pod_policy;
 mod units;
@@ -89,8 +90,9 @@ pub struct Config {
     pub image_pull_fallback_timeout: Duration,
     /// The sandbox (pause) image; never garbage collected.
     pub sandbox_image: String,
-    /// hostPath volumes are allowed only at or below one of these prefixes.
-    pub allowed_host_paths: Vec<PathBuf>,
+    /// hostPath volumes (and claims bound to host directories) are allowed only at or
+    /// below one of these prefixes; each a path or an object ([`host_paths`]).
+    pub allowed_host_paths: Vec<host_paths::HostPathPrefix>,
     /// kubelet's `maxPods`: the most pods (local and cluster, not finished) the node
     /// admits, and the `pods` capacity the Node advertises.
     pub max_pods: u32,
@@ -98,7 +100,8 @@ pub struct Config {
     pub pod_policy: pod_policy::PodPolicy,
     /// kubelet's `allowedUnsafeSysctls`: sysctls (or prefixes ending in `*`) pods may set
     /// beyond kubelet's safe set; only namespaced ones (`kernel.shm*`, `kernel.msg*`,
-    /// `kernel.sem`, `fs.mqueue.*`, `net.*`).
+    /// `kernel.sem`, `fs.mqueue.*`, `net.*`). For local pods, and cluster pods at
+    /// `privileged`, unless `podPolicy.allowedUnsafeSysctls` sets their source's own.
     pub allowed_unsafe_sysctls: Vec<String>,
     /// kubelet's `seccompDefault`: containers that set no seccomp profile get the
     /// runtime's default one (else they run unconfined). On by default here: a
@@ -338,12 +341,7 @@ impl Config {
             );
         }
         for (i, p) in self.allowed_host_paths.iter().enumerate() {
-            if !p.is_absolute() {
-                return err(
-                    &format!("allowedHostPaths[{i}]"),
-                    format!("must be absolute, got {p:?}"),
-                );
-            }
+            p.validate(i)?;
         }
         if !self.seccomp_profile_root.is_absolute() {
             return err(
@@ -355,7 +353,7 @@ impl Config {
             return err("maxPods", "must be at least 1".into());
         }
         self.pod_policy.validate()?;
-        pod_policy::validate_sysctl_patterns(&self.allowed_unsafe_sysctls)?;
+        pod_policy::validate_sysctl_patterns("allowedUnsafeSysctls", &self.allowed_unsafe_sysctls)?;
         if !self.node_ip.is_empty() && self.node_ip.parse::<std::net::IpAddr>().is_err() {
             return err(
                 "nodeIP",

@@ -161,6 +161,96 @@ fn openwrt_boards_keep_state_off_tmpfs() {
     }
 }
 
+/// One `allowedHostPaths` entry as check-config prints it: its directory (a
+/// `{namespace}` entry's parent: any namespace may be named), whether it is the
+/// namespace's own, whether the source may use it, and whether its mounts are forced
+/// read-only for that source.
+struct Entry {
+    dir: PathBuf,
+    per_namespace: bool,
+    read_only: bool,
+}
+
+fn host_path_entries(v: &Value, source: &str) -> Vec<Entry> {
+    let list = v["allowedHostPaths"]
+        .as_array()
+        .expect("allowedHostPaths is a list");
+    list.iter()
+        .filter(|e| e["source"].as_str().is_none_or(|s| s == source))
+        .map(|e| {
+            let prefix = Path::new(e["pathPrefix"].as_str().expect("pathPrefix"));
+            let per_namespace = prefix.file_name().is_some_and(|n| n == "{namespace}");
+            let dir = if per_namespace {
+                prefix.parent().expect("a parent").to_path_buf()
+            } else {
+                prefix.to_path_buf()
+            };
+            let read_only = e["readOnly"].as_bool().unwrap_or(source == "cluster");
+            Entry {
+                dir,
+                per_namespace,
+                read_only,
+            }
+        })
+        .collect()
+}
+
+fn overlap(a: &Path, b: &Path) -> bool {
+    a.starts_with(b) || b.starts_with(a)
+}
+
+/// The OpenWrt boards run cluster pods at baseline: a tenant gets no trust store of
+/// the gateway (a planted CA), nothing the owner's pods use, writes only in its own
+/// namespace's directory, and no unsafe sysctl.
+#[test]
+fn openwrt_tenants_get_no_trust_store_and_their_own_directory() {
+    for path in board_configs() {
+        let name = path.display().to_string();
+        if !name.contains("openwrt") {
+            continue;
+        }
+        let v = effective(&path);
+        assert_eq!(str_at(&v, "/podPolicy/cluster"), "baseline", "{name}");
+        let cluster = host_path_entries(&v, "cluster");
+        let local = host_path_entries(&v, "local");
+        assert!(!cluster.is_empty() && !local.is_empty(), "{name}");
+        for e in &cluster {
+            let d = &e.dir;
+            for store in [
+                "/etc/ssl",
+                "/etc/ssl/certs",
+                "/etc",
+                "/usr/share/ca-certificates",
+            ] {
+                assert!(
+                    !overlap(d, Path::new(store)),
+                    "{name}: {d:?} reaches {store}"
+                );
+            }
+            assert!(
+                e.read_only || e.per_namespace,
+                "{name}: {d:?} writable by every tenant"
+            );
+            for l in &local {
+                assert!(
+                    !overlap(d, &l.dir),
+                    "{name}: {d:?} is shared with local {:?}",
+                    l.dir
+                );
+            }
+        }
+        assert!(
+            cluster.iter().any(|e| e.per_namespace && !e.read_only),
+            "{name}"
+        );
+        let sysctls = v.pointer("/podPolicy/allowedUnsafeSysctls/cluster");
+        assert!(
+            sysctls.is_none_or(|s| s.as_array().is_some_and(Vec::is_empty)),
+            "{name}"
+        );
+    }
+}
+
 #[test]
 fn small_boards_get_small_budgets() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("board-configs");

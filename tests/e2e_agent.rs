@@ -392,6 +392,55 @@ fn env_and_volumes_seen_from_inside() {
     n.delete_pod("envvol");
 }
 
+/// A prefix the config marks `readOnly` is mounted read-only by the runtime whatever
+/// the volumeMount says, and nothing is made in it for the pod.
+#[test]
+fn a_read_only_prefix_is_read_only_in_the_container() {
+    let n = node();
+    let ro = n.host_dir().with_file_name("host-ro");
+    write_file(&ro, "ca.pem", "the owner's");
+    let mut c = sh("app", n.image(), "exec sleep 3600");
+    c["volumeMounts"] = json!([{"name": "ro", "mountPath": "/ro"}]);
+    n.apply(&pod(
+        "roprefix",
+        json!({"containers": [c], "volumes": [{"name": "ro", "hostPath": {"path": ro, "type": "Directory"}}]}),
+    ));
+    n.wait_running("roprefix", START);
+    assert_eq!(
+        n.exec("roprefix", "app", &["cat", "/ro/ca.pem"]).1,
+        "the owner's"
+    );
+    for script in ["echo planted > /ro/ca.pem", "echo planted > /ro/new.pem"] {
+        let (code, _, _) = n.exec("roprefix", "app", &["sh", "-c", script]);
+        assert_ne!(code, 0, "{script} succeeded");
+    }
+    assert_eq!(
+        std::fs::read_to_string(ro.join("ca.pem")).unwrap(),
+        "the owner's"
+    );
+    assert!(!ro.join("new.pem").exists());
+    n.delete_pod("roprefix");
+    // A path to make there is not made: the pod waits.
+    let mut c = sh("app", n.image(), "exec sleep 3600");
+    c["volumeMounts"] = json!([{"name": "ro", "mountPath": "/ro"}]);
+    let missing = ro.join("missing");
+    n.apply(&pod(
+        "romake",
+        json!({"containers": [c], "volumes": [{"name": "ro", "hostPath":
+            {"path": missing, "type": "DirectoryOrCreate"}}]}),
+    ));
+    let p = n.wait_pod("romake", "waiting with a reason", START, |p| {
+        cstatus(p, "app")["state"]["waiting"]["message"].is_string()
+    });
+    let msg = cstatus(&p, "app")["state"]["waiting"]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(msg.contains("read-only"), "{msg}");
+    assert!(!missing.exists());
+    n.delete_pod("romake");
+}
+
 #[test]
 fn hostpath_outside_allowed_prefixes_is_refused() {
     let n = node();

@@ -74,6 +74,8 @@ fn the_node_refuses_what_its_owner_and_its_capacity_do_not_allow() {
     let n = Node::joining(&c, &kube.node_identity(NODE));
     n.set_config("podPolicy", json!({"cluster": "baseline"}));
     n.set_config("maxPods", json!(3));
+    // The owner's own pods may set it; the cluster's, at baseline, may not.
+    n.set_config("allowedUnsafeSysctls", json!(["net.core.somaxconn"]));
     n.start_agent();
     let ns = "admit";
     namespace(kube, ns);
@@ -99,7 +101,20 @@ fn the_node_refuses_what_its_owner_and_its_capacity_do_not_allow() {
     kube.apply(&sleeper(&c, ns, "fine", json!({})).to_string());
     wait_api(kube, &n, ns, "fine", "running", START, running_ready);
 
-    // kubelet's sysctl check: not in the safe set, not allowed by the owner.
+    // A probe aimed at the node itself (Pod Security v1.34+): the agent would connect
+    // from the host's network.
+    let mut probing = sleeper(&c, ns, "probing", json!({}));
+    probing["spec"]["containers"][0]["livenessProbe"] =
+        json!({"httpGet": {"host": "127.0.0.1", "port": 10250, "path": "/pods"}});
+    kube.apply(&probing.to_string());
+    let m = refused(kube, &n, ns, "probing", "PodSecurity");
+    assert!(
+        m.contains("spec.containers[0].livenessProbe.httpGet.host: \"127.0.0.1\" is not allowed"),
+        "{m}"
+    );
+
+    // kubelet's sysctl check: not in the safe set, not allowed for the cluster's pods
+    // (the top-level allowedUnsafeSysctls is the owner's pods' at baseline).
     let sysctl =
         json!({"securityContext": {"sysctls": [{"name": "net.core.somaxconn", "value": "1024"}]}});
     kube.apply(&sleeper(&c, ns, "sysctl", sysctl).to_string());

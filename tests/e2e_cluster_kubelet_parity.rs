@@ -424,6 +424,91 @@ fn a_claim_bound_to_a_local_volume_keeps_a_statefulsets_data() {
     kubectl_ns(kube, ns, &["delete", "statefulset", "web", "--wait=false"]);
 }
 
+/// A claim bound to a `local` volume pinned (nodeAffinity) to another node: the pod,
+/// bound here with `nodeName` (past the scheduler), waits with the volume named and a
+/// `FailedMount` event, and nothing of it reaches the runtime: another node's disk is
+/// not this node's directory of the same path.
+#[test]
+fn a_claim_bound_to_another_nodes_volume_never_starts_here() {
+    let (kube, n) = (Kube::shared(), node());
+    let ns = "elsewhere";
+    namespace(kube, ns);
+    let disk = n.node.host_dir().join("pv-elsewhere");
+    std::fs::create_dir_all(&disk).unwrap();
+    kube.apply(
+        &json!({"apiVersion": "v1", "kind": "PersistentVolume",
+            "metadata": {"name": "tl-parity-pv-elsewhere"},
+            "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "",
+                "claimRef": {"namespace": ns, "name": "data"},
+                "local": {"path": disk},
+                "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                    {"key": "kubernetes.io/hostname", "operator": "In",
+                     "values": ["another-node"]}]}]}}}})
+        .to_string(),
+    );
+    kube.apply(
+        &json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "data", "namespace": ns},
+            "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "",
+                "volumeName": "tl-parity-pv-elsewhere",
+                "resources": {"requests": {"storage": "1Gi"}}}})
+        .to_string(),
+    );
+    let image = Containerd::shared().test_image();
+    let spec = json!({"containers": [{"name": "main", "image": image,
+            "imagePullPolicy": "IfNotPresent", "command": ["sh", "-c", "touch /data/here; sleep 3600"],
+            "volumeMounts": [{"name": "d", "mountPath": "/data"}]}],
+        "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]});
+    kube.apply(&kpod(NODE, ns, "pinned", spec).to_string());
+    let waiting = |p: &Value| {
+        let w = &cstatus(p, "main")["state"]["waiting"];
+        w["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("VolumeNodeAffinityConflict"))
+    };
+    let p = wait_api(
+        kube,
+        &n.node,
+        ns,
+        "pinned",
+        "waiting on the volume's node",
+        START,
+        waiting,
+    );
+    let msg = cstatus(&p, "main")["state"]["waiting"]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        msg.contains("\"data\"") && msg.contains("tl-parity-pv-elsewhere"),
+        "{msg}"
+    );
+    assert_eq!(p["status"]["phase"], "Pending");
+    let uid = p["metadata"]["uid"].as_str().unwrap();
+    assert!(n.node.cri().sandboxes(uid).is_empty(), "nothing made");
+    assert!(!disk.join("here").exists());
+    wait_for("the FailedMount event", START, || {
+        let out = kubectl_ns(
+            kube,
+            ns,
+            &[
+                "get",
+                "events",
+                "--field-selector",
+                "involvedObject.name=pinned,reason=FailedMount",
+                "-o",
+                "json",
+            ],
+        );
+        let list: Value = serde_json::from_str(&out).ok()?;
+        let e = list["items"].as_array()?.first()?.clone();
+        let m = e["message"].as_str()?.to_string();
+        (e["type"] == "Warning" && m.contains("tl-parity-pv-elsewhere")).then_some(())
+    });
+    kubectl_ns(kube, ns, &["delete", "pod", "pinned", "--wait=false"]);
+}
+
 #[test]
 fn node_ip_must_be_this_machines_and_is_the_nodes_address() {
     let kube = Kube::shared();

@@ -129,6 +129,7 @@ mod tests {
             volume_name: "pv1".into(),
             path: "/srv/pv1".into(),
             host_path_type: HostPathType::Directory,
+            node_affinity: None,
         };
         c.set(&k, Claim::Bound(b.clone()));
         assert_eq!(c.take_changed().into_iter().collect::<Vec<_>>(), ["app"]);

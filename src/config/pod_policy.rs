@@ -8,6 +8,13 @@
 //! level: capabilities (`allowedCapabilities`), host namespaces (`allowedHostNamespaces`:
 //! `network`, `pid`, `ipc`), hostPath volumes (`allowHostPaths`, still only below
 //! `allowedHostPaths`) and host ports (`allowHostPorts`).
+//!
+//! kubelet's `allowedUnsafeSysctls` per source (`podPolicy.allowedUnsafeSysctls.cluster`
+//! and `.local`): a source's own list when it is set; otherwise the top-level
+//! `allowedUnsafeSysctls` for local pods and for cluster pods at `privileged` (kubelet's
+//! meaning, every pod), and none for cluster pods at `baseline` or `restricted` (Pod
+//! Security's baseline allows only the safe set: a list meant for the owner's pods must
+//! not reach a tenant's).
 
 use super::ConfigError;
 use serde::{Deserialize, Serialize};
@@ -55,6 +62,20 @@ pub struct PodPolicy {
     pub allow_host_paths: bool,
     /// Container `hostPort`s at baseline and restricted.
     pub allow_host_ports: bool,
+    /// `allowedUnsafeSysctls` per source (see the module's text).
+    pub allowed_unsafe_sysctls: PerSource,
+}
+
+/// Sysctl patterns per source; `None`: not set (the top-level list may apply).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct PerSource {
+    /// For pods from the cluster.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<Vec<String>>,
+    /// For local pods (applied, firmware manifests).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub local: Option<Vec<String>>,
 }
 
 /// The host namespaces a policy can allow.
@@ -81,12 +102,34 @@ impl PodPolicy {
                 )));
             }
         }
+        let per = &self.allowed_unsafe_sysctls;
+        for (source, list) in [("cluster", &per.cluster), ("local", &per.local)] {
+            let field = format!("podPolicy.allowedUnsafeSysctls.{source}");
+            validate_sysctl_patterns(&field, list.as_deref().unwrap_or_default())?;
+        }
         Ok(())
+    }
+
+    /// The unsafe sysctls a pod of this source may set; `top`: the config's top-level
+    /// `allowedUnsafeSysctls`.
+    pub fn unsafe_sysctls<'a>(&'a self, from_cluster: bool, top: &'a [String]) -> &'a [String] {
+        let per = &self.allowed_unsafe_sysctls;
+        let (own, level) = if from_cluster {
+            (&per.cluster, self.cluster)
+        } else {
+            (&per.local, self.local)
+        };
+        match own {
+            Some(list) => list,
+            None if from_cluster && level != Level::Privileged => &[],
+            None => top,
+        }
     }
 }
 
 /// Checks `allowedUnsafeSysctls`: names or prefixes ending in `*` (kubelet's form).
-pub fn validate_sysctl_patterns(patterns: &[String]) -> Result<(), ConfigError> {
+/// `field` names the list in the messages.
+pub fn validate_sysctl_patterns(field: &str, patterns: &[String]) -> Result<(), ConfigError> {
     for (i, p) in patterns.iter().enumerate() {
         let name = p.strip_suffix('*').unwrap_or(p);
         let ok = !name.is_empty()
@@ -97,7 +140,7 @@ pub fn validate_sysctl_patterns(patterns: &[String]) -> Result<(), ConfigError> 
             && !name.contains('*');
         if !ok {
             return Err(ConfigError(format!(
-                "allowedUnsafeSysctls[{i}]: must be a sysctl name or a prefix ending in * \
+                "{field}[{i}]: must be a sysctl name or a prefix ending in * \
                  (net.core.somaxconn, kernel.msg*), got {p:?}"
             )));
         }
@@ -128,11 +171,43 @@ mod tests {
             .contains("allowedCapabilities[0]"));
         p.allowed_capabilities = vec!["NET_ADMIN".into()];
         assert!(p.validate().is_ok());
-        assert!(
-            validate_sysctl_patterns(&["kernel.msg*".into(), "net.core.somaxconn".into()]).is_ok()
-        );
+        let ok = ["kernel.msg*".to_string(), "net.core.somaxconn".into()];
+        assert!(validate_sysctl_patterns("allowedUnsafeSysctls", &ok).is_ok());
         for bad in ["*", "net.*.x", "Net.core", ""] {
-            assert!(validate_sysctl_patterns(&[bad.into()]).is_err(), "{bad}");
+            let e = validate_sysctl_patterns("allowedUnsafeSysctls", &[bad.into()]);
+            assert!(
+                e.unwrap_err().0.starts_with("allowedUnsafeSysctls[0]: "),
+                "{bad}"
+            );
         }
+        p.allowed_unsafe_sysctls.local = Some(vec!["kernel.msgmax".into(), "bad*x".into()]);
+        let e = p.validate().unwrap_err().0;
+        assert!(
+            e.starts_with("podPolicy.allowedUnsafeSysctls.local[1]: "),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_top_level_sysctls_never_reach_a_restricted_source() {
+        let top = ["net.core.somaxconn".to_string()];
+        let mut p = PodPolicy::default();
+        assert_eq!(
+            p.unsafe_sysctls(true, &top),
+            top,
+            "privileged: kubelet's meaning"
+        );
+        assert_eq!(p.unsafe_sysctls(false, &top), top);
+        p.cluster = Level::Baseline;
+        p.local = Level::Restricted;
+        assert!(p.unsafe_sysctls(true, &top).is_empty(), "a tenant's pods");
+        assert_eq!(p.unsafe_sysctls(false, &top), top, "the owner's pods");
+        p.allowed_unsafe_sysctls.cluster = Some(vec!["kernel.msgmax".into()]);
+        p.allowed_unsafe_sysctls.local = Some(Vec::new());
+        assert_eq!(p.unsafe_sysctls(true, &top), ["kernel.msgmax"]);
+        assert!(
+            p.unsafe_sysctls(false, &top).is_empty(),
+            "set, even empty, wins"
+        );
     }
 }

@@ -11,14 +11,14 @@ use super::{etc_hosts, hash, labels, volumes, SyncError};
 use crate::cri::pb;
 use crate::model::{Container, Pod, Reason};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// What a container config is built from besides the pod and container.
 pub struct ContainerContext<'a> {
     /// The agent's pods directory.
     pub pods_dir: &'a Path,
     /// Where hostPath volumes may point.
-    pub allowed_host_paths: &'a [PathBuf],
+    pub allowed_host_paths: &'a [crate::config::host_paths::HostPathPrefix],
     /// What the downward API and env tell the container.
     pub facts: &'a PodFacts,
     /// The configMaps and secrets the container refers to.
@@ -141,8 +141,9 @@ fn expand_all(env: &mut Env, field: &str, items: &[String]) -> Result<Vec<String
 }
 
 /// The container's Linux security context: the container's settings over the pod's,
-/// masked and read-only /proc paths, seccomp and AppArmor (`security.rs`).
-fn security_context(
+/// masked and read-only /proc paths, seccomp and AppArmor (`security.rs`). Pure: the
+/// policy fuzz target checks what it makes of accepted pods.
+pub fn security_context(
     pod: &Pod,
     c: &Container,
     seccomp: SeccompPolicy,

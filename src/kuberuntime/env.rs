@@ -68,6 +68,10 @@ pub struct BoundVolume {
     /// What must be there: a `local` volume's directory (`Directory`), a `hostPath`
     /// volume's `type`.
     pub host_path_type: crate::model::pod::HostPathType,
+    /// The volume's `nodeAffinity.required`: the nodes it is on (checked against this
+    /// node's labels before the volume is used).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_affinity: Option<crate::model::affinity::NodeSelector>,
 }
 
 /// What the node hands out to pods (its allocatable, as the Node reports it), in the

@@ -10,11 +10,14 @@
 //!   the pod. `medium: Memory` mounts a tmpfs on it (see [`super::tmpfs`]; `sizeLimit`
 //!   is its size). `sizeLimit` on a disk emptyDir is not enforced (kubelet evicts the
 //!   pod; documented in docs/pods.md).
-//! - hostPath: allowed only at or below a prefix in `allowedHostPaths`. The prefix is
-//!   the admin's (symlinks in it are followed); the rest of the path, after lexical
-//!   normalisation, is opened beneath it with no symlink followed, created there for
-//!   the `...OrCreate` types (and for an unset type, as containerd would), its `type`
-//!   checked on the opened object, and that object bound for containerd.
+//! - hostPath: allowed only at or below a prefix `allowedHostPaths` gives the pod (by its
+//!   source and namespace, [`crate::config::host_paths`]). The prefix is the admin's
+//!   (symlinks in it are followed; a `{namespace}` directory is made beneath it with
+//!   none followed); the rest of the path, after lexical normalisation, is opened
+//!   beneath it with no symlink followed, created there for the `...OrCreate` types
+//!   (and for an unset type, as containerd would) unless the prefix is read-only for
+//!   the pod, its `type` checked on the opened object, and that object bound for
+//!   containerd, read-only when the prefix is (whatever the volumeMount says).
 //! - configMap / secret / projected / downwardAPI: files computed from the store and
 //!   the pod under `podsDir/UID/volumes/kubernetes.io~{configmap,secret,projected,
 //!   downward-api}/NAME`, in kubelet's atomic-writer layout ([`super::atomic_writer`]:
@@ -40,6 +43,7 @@ use super::bind::{self, Target};
 use super::env::Objects;
 use super::expand::Env;
 use super::{downward_api, ownership, projected, tmpfs, SyncError};
+use crate::config::host_paths::{self, Allowance, HostPathPrefix};
 use crate::cri::pb;
 use crate::model::container::{MountPropagationMode, VolumeMount};
 use crate::model::pod::{HostPathType, StorageMedium, Volume};
@@ -64,7 +68,7 @@ pub fn volume_dir(pods_dir: &Path, pod: &Pod, plugin: &str, name: &str) -> PathB
 pub fn prepare(
     pod: &Pod,
     pods_dir: &Path,
-    allowed: &[PathBuf],
+    allowed: &[HostPathPrefix],
     objects: &dyn Objects,
 ) -> Result<(), SyncError> {
     for v in &pod.spec.volumes {
@@ -78,7 +82,7 @@ pub fn prepare_one(
     pod: &Pod,
     v: &Volume,
     pods_dir: &Path,
-    allowed: &[PathBuf],
+    allowed: &[HostPathPrefix],
     objects: &dyn Objects,
 ) -> Result<(), SyncError> {
     let io_err = |what: &str, e: std::io::Error| {
@@ -108,7 +112,7 @@ pub fn prepare_one(
         return Ok(());
     }
     if let Some((path, kind, _)) = host_source(pod, v, objects)? {
-        host_path(&path, kind, allowed).map(|_| ())?;
+        host_path(&path, kind, &allowances(pod, allowed)).map(|_| ())?;
         return Ok(());
     }
     let plugin = plugin(v);
@@ -269,14 +273,21 @@ fn host_source(
     Ok(Some((bound.path, bound.host_path_type, c.read_only)))
 }
 
-/// Opens a hostPath (checked against the allowed prefixes, resolved beneath one with
-/// no symlink followed, created for the `...OrCreate` types and an unset type, its
-/// `type` checked): the fd of what is to be mounted.
+/// What `allowedHostPaths` allows `pod` (by its source and namespace).
+pub fn allowances(pod: &Pod, allowed: &[HostPathPrefix]) -> Vec<Allowance> {
+    let from_cluster = pod.source() == crate::model::pod::Source::Api;
+    host_paths::for_pod(allowed, from_cluster, &pod.metadata.namespace)
+}
+
+/// Opens a hostPath (checked against the pod's allowances, resolved beneath one with
+/// no symlink followed, created for the `...OrCreate` types and an unset type unless
+/// the allowance is read-only, its `type` checked): the fd of what is to be mounted,
+/// and whether the allowance forces the mount read-only.
 pub fn host_path(
     path: &str,
     kind: HostPathType,
-    allowed: &[PathBuf],
-) -> Result<OwnedFd, SyncError> {
+    allowed: &[Allowance],
+) -> Result<(OwnedFd, bool), SyncError> {
     let refuse = |why: String| {
         SyncError::new(
             Reason::HostPathNotAllowed,
@@ -293,10 +304,13 @@ pub fn host_path(
     if !p.is_absolute() {
         return Err(refuse("must be an absolute path".into()));
     }
-    let Some((prefix, rest)) = below_allowed(&normalise(p), allowed) else {
-        let list: Vec<String> = allowed.iter().map(|a| a.display().to_string()).collect();
+    let Some((prefix, rest, read_only)) = below_allowed(&normalise(p), allowed) else {
+        let list: Vec<String> = allowed
+            .iter()
+            .map(|a| a.path().display().to_string())
+            .collect();
         let allowed_text = if list.is_empty() {
-            "none are allowed (config allowedHostPaths is empty)".to_string()
+            "none are allowed for this pod (config allowedHostPaths)".to_string()
         } else {
             list.join(", ")
         };
@@ -304,15 +318,20 @@ pub fn host_path(
             "not under an allowed prefix (allowedHostPaths: {allowed_text})"
         )));
     };
-    let root = beneath::open_dir(&prefix)
-        .map_err(|e| config_error(format!("allowed prefix {}: {e}", prefix.display())))?;
-    let fd = open_host_path(root.as_fd(), &rest, kind).map_err(|e| {
+    let root = open_prefix(&prefix)
+        .map_err(|e| config_error(format!("allowed prefix {}: {e}", prefix.path().display())))?;
+    // A read-only allowance makes nothing on the host for the pod either.
+    let fd = open_host_path(root.as_fd(), &rest, kind, !read_only).map_err(|e| {
         if beneath::is_escape(&e) {
             refuse(format!(
                 "{} below the allowed prefix {}",
                 beneath::describe(&e),
-                prefix.display()
+                prefix.path().display()
             ))
+        } else if e.kind() == io::ErrorKind::NotFound && read_only {
+            config_error(
+                "does not exist (its allowed prefix is read-only: nothing is made there)".into(),
+            )
         } else if e.kind() == io::ErrorKind::NotFound && is_or_create(kind) {
             config_error("its parent directory does not exist".into())
         } else if e.kind() == io::ErrorKind::NotFound {
@@ -322,7 +341,7 @@ pub fn host_path(
         }
     })?;
     match is_of_type(fd.as_fd(), kind) {
-        Ok(true) => Ok(fd),
+        Ok(true) => Ok((fd, read_only)),
         Ok(false) => Err(config_error(format!(
             "is not a {kind:?} (or does not exist)"
         ))),
@@ -330,21 +349,51 @@ pub fn host_path(
     }
 }
 
-/// The canonical allowed prefix `path` (normalised) is at or below, and the rest of it.
-/// When several match, the outermost: a prefix below another may be a path a pod can
-/// write through the outer one.
-fn below_allowed(path: &Path, allowed: &[PathBuf]) -> Option<(PathBuf, PathBuf)> {
+/// The allowance `path` (normalised) is at or below (its base made canonical), the rest
+/// of the path, and whether it is read-only. When several match, the outermost (a
+/// prefix below another may be a path a pod can write through the outer one), and of
+/// equal ones a read-only one.
+fn below_allowed(path: &Path, allowed: &[Allowance]) -> Option<(Allowance, PathBuf, bool)> {
     allowed
         .iter()
         .filter_map(|a| {
-            let canonical = std::fs::canonicalize(a).ok()?;
-            let rest = path
-                .strip_prefix(normalise(a))
-                .or_else(|_| path.strip_prefix(&canonical))
-                .ok()?;
-            Some((canonical, rest.to_path_buf()))
+            let lexical = path.strip_prefix(normalise(&a.path())).ok();
+            if lexical.is_some() && a.namespace.is_some() {
+                // The parent of the namespaces' directories is the admin's, named in
+                // the config: made when missing, as the namespace's own is.
+                make_base(&a.base);
+            }
+            let canonical = Allowance {
+                base: std::fs::canonicalize(&a.base).ok()?,
+                ..a.clone()
+            };
+            let rest = lexical.or_else(|| path.strip_prefix(canonical.path()).ok())?;
+            Some((canonical, rest.to_path_buf(), a.read_only))
         })
-        .max_by_key(|(_, rest)| rest.components().count())
+        .max_by_key(|(_, rest, ro)| (rest.components().count(), *ro))
+}
+
+/// Makes `dir` (and its parents) 0755 when missing; a failure shows when it is opened.
+fn make_base(dir: &Path) {
+    use std::os::unix::fs::DirBuilderExt;
+    if let Err(e) = std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o755)
+        .create(dir)
+    {
+        log::warn!("cannot make {} (allowedHostPaths): {e}", dir.display());
+    }
+}
+
+/// Opens an allowance's directory: its base (the admin's, symlinks followed) and, for a
+/// per-namespace one, the namespace's directory in it (made 0755 when missing, no
+/// symlink followed: a pod that can write the base cannot redirect it).
+fn open_prefix(a: &Allowance) -> io::Result<OwnedFd> {
+    let base = beneath::open_dir(&a.base)?;
+    match &a.namespace {
+        Some(ns) => beneath::make_dirs(base.as_fd(), Path::new(ns), 0o755),
+        None => Ok(base),
+    }
 }
 
 fn is_or_create(kind: HostPathType) -> bool {
@@ -354,10 +403,15 @@ fn is_or_create(kind: HostPathType) -> bool {
     )
 }
 
-/// Opens `rest` beneath the prefix `root`, creating what the type asks for.
-fn open_host_path(root: BorrowedFd<'_>, rest: &Path, kind: HostPathType) -> io::Result<OwnedFd> {
+/// Opens `rest` beneath the prefix `root`, creating what the type asks for when `create`.
+fn open_host_path(
+    root: BorrowedFd<'_>,
+    rest: &Path,
+    kind: HostPathType,
+    create: bool,
+) -> io::Result<OwnedFd> {
     match beneath::open(root, rest) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => match kind {
+        Err(e) if e.kind() == io::ErrorKind::NotFound && create => match kind {
             HostPathType::DirectoryOrCreate | HostPathType::Unset => {
                 beneath::make_dirs(root, rest, 0o755)
             }
@@ -389,10 +443,11 @@ pub fn mounts(
     pod: &Pod,
     c: &Container,
     pods_dir: &Path,
-    allowed: &[PathBuf],
+    allowed: &[HostPathPrefix],
     env: &mut Env,
     objects: &dyn Objects,
 ) -> Result<Vec<pb::Mount>, SyncError> {
+    let allowed = allowances(pod, allowed);
     let mut out = Vec::with_capacity(c.volume_mounts.len());
     for (index, m) in c.volume_mounts.iter().enumerate() {
         let at = Target {
@@ -402,7 +457,7 @@ pub fn mounts(
             container: &c.name,
             index,
         };
-        out.push(mount(pod, m, &at, allowed, env, objects)?);
+        out.push(mount(pod, m, &at, &allowed, env, objects)?);
     }
     Ok(out)
 }
@@ -411,7 +466,7 @@ fn mount(
     pod: &Pod,
     m: &VolumeMount,
     at: &Target<'_>,
-    allowed: &[PathBuf],
+    allowed: &[Allowance],
     env: &mut Env,
     objects: &dyn Objects,
 ) -> Result<pb::Mount, SyncError> {
@@ -446,13 +501,14 @@ fn mount(
     let bind_it =
         |fd: OwnedFd| bind::bind(fd.as_fd(), at).map_err(|e| fail(format!("cannot bind it: {e}")));
     let (host, read_only) = if let Some((path, kind, ro)) = host_source(pod, v, objects)? {
-        let root = host_path(&path, kind, allowed)?;
+        let (root, forced) = host_path(&path, kind, allowed)?;
         let fd = if sub.is_empty() {
             root
         } else {
-            open_sub_path(root.as_fd(), &sub).map_err(|e| fail(sub_path_error(&sub, &e)))?
+            open_sub_path(root.as_fd(), &sub, !forced)
+                .map_err(|e| fail(sub_path_error(&sub, &e)))?
         };
-        (bind_it(fd)?, m.read_only || ro)
+        (bind_it(fd)?, m.read_only || ro || forced)
     } else {
         // Only an emptyDir may be written by the container; computed files never.
         let read_only = v.empty_dir.is_none() || m.read_only;
@@ -468,8 +524,8 @@ fn mount(
             let root = base
                 .and_then(|d| beneath::open_dir(&d))
                 .map_err(|e| fail(format!("volume directory: {e}")))?;
-            let fd =
-                open_sub_path(root.as_fd(), &sub).map_err(|e| fail(sub_path_error(&sub, &e)))?;
+            let fd = open_sub_path(root.as_fd(), &sub, true)
+                .map_err(|e| fail(sub_path_error(&sub, &e)))?;
             (bind_it(fd)?, read_only)
         }
     };
@@ -495,10 +551,11 @@ pub fn propagation(mode: Option<MountPropagationMode>) -> pb::MountPropagation {
 }
 
 /// Opens the subPath `sub` beneath the volume `root`, making it a directory (and its
-/// missing parents, 0755) when it does not exist, as kubelet does.
-fn open_sub_path(root: BorrowedFd<'_>, sub: &str) -> io::Result<OwnedFd> {
+/// missing parents, 0755) when it does not exist and `create` (as kubelet does; not in
+/// a read-only hostPath allowance).
+fn open_sub_path(root: BorrowedFd<'_>, sub: &str, create: bool) -> io::Result<OwnedFd> {
     match beneath::open(root, Path::new(sub)) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+        Err(e) if e.kind() == io::ErrorKind::NotFound && create => {
             beneath::make_dirs(root, Path::new(sub), 0o755)
         }
         r => r,

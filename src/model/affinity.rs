@@ -27,7 +27,7 @@ pub struct NodeAffinity {
 }
 
 /// Terms ORed: the node must match one of them.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct NodeSelector {
     pub node_selector_terms: Vec<NodeSelectorTerm>,
@@ -35,7 +35,7 @@ pub struct NodeSelector {
 
 /// Requirements ANDed: on the node's labels (`matchExpressions`) and fields
 /// (`matchFields`: only `metadata.name`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct NodeSelectorTerm {
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -45,7 +45,7 @@ pub struct NodeSelectorTerm {
 }
 
 /// `key OPERATOR values`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct NodeSelectorRequirement {
     pub key: String,

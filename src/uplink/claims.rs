@@ -226,10 +226,20 @@ fn bound_volume(name: &str, spec: &Value) -> Claim {
     if !path.starts_with('/') {
         return Claim::Refused(format!("volume {name}: path {path:?} is not absolute"));
     }
+    let required = &spec["nodeAffinity"]["required"];
+    let node_affinity = if required.is_null() {
+        None
+    } else {
+        match serde_json::from_value(required.clone()) {
+            Ok(s) => Some(s),
+            Err(e) => return Claim::Refused(format!("volume {name}: nodeAffinity.required: {e}")),
+        }
+    };
     Claim::Bound(BoundVolume {
         volume_name: name.to_string(),
         path,
         host_path_type,
+        node_affinity,
     })
 }
 
@@ -254,7 +264,22 @@ mod tests {
                 volume_name: "pv1".into(),
                 path: "/mnt/ssd".into(),
                 host_path_type: HostPathType::Directory,
+                node_affinity: None,
             })
+        );
+        let pinned = json!({"local": {"path": "/mnt/ssd"}, "nodeAffinity": {"required":
+            {"nodeSelectorTerms": [{"matchExpressions":
+                [{"key": "kubernetes.io/hostname", "operator": "In", "values": ["gw1"]}]}]}}});
+        match bound_volume("pv1", &pinned) {
+            Claim::Bound(b) => {
+                let terms = b.node_affinity.unwrap().node_selector_terms;
+                assert_eq!(terms[0].match_expressions[0].values, ["gw1"]);
+            }
+            other => panic!("{other:?}"),
+        }
+        let bad = json!({"local": {"path": "/m"}, "nodeAffinity": {"required": 3}});
+        assert!(
+            matches!(bound_volume("pv7", &bad), Claim::Refused(why) if why.contains("nodeAffinity.required")),
         );
         let hp = json!({"hostPath": {"path": "/srv/d", "type": "DirectoryOrCreate"}});
         match bound_volume("pv2", &hp) {

@@ -55,6 +55,7 @@ impl Node {
     pub fn new(c: &Containerd, name: &str) -> Node {
         let dir = c.dir().join(format!("node-{name}"));
         std::fs::create_dir_all(dir.join("host")).unwrap();
+        std::fs::create_dir_all(dir.join("host-ro")).unwrap();
         let config = dir.join("config.json");
         // Pod cgroups of this node's own, below a root the harness removes with the
         // instance (tests/harness/containerd.sh drop_cgroups).
@@ -81,7 +82,12 @@ impl Node {
             "runtimeRequestTimeout": "30s",
             "imagePullTimeout": "60s",
             "sandboxImage": c.sandbox_image(),
-            "allowedHostPaths": [dir.join("host")],
+            // Writable for cluster pods too (a plain path would be read-only for them);
+            // `host-ro` read-only for every pod.
+            "allowedHostPaths": [
+                {"pathPrefix": dir.join("host"), "readOnly": false},
+                {"pathPrefix": dir.join("host-ro"), "readOnly": true},
+            ],
             "logLevel": "info",
             // Keep dead containers: tests read the attempts' times from the runtime.
             "containerGC": {"minAge": "10m"},

@@ -17,7 +17,7 @@ cp "$TINYLET" "$TL_DIR/tinylet"
 cat > "$TL_DIR/config.json" <<J
 {"nodeName":"$NODE_NAME","runtimeEndpoint":"unix://$CTD_SOCK",
  "stateDir":"$TL_DIR/state","manifestDirs":[],"podsDir":"$TL_DIR/pods","podLogsDir":"$TL_DIR/logs",
- "sandboxImage":"$REG/k8s.gcr.io/pause:3.2","allowedHostPaths":["/"],"seccompDefault":false,
+ "sandboxImage":"$REG/k8s.gcr.io/pause:3.2","allowedHostPaths":[{"pathPrefix":"/","readOnly":false}],"seccompDefault":false,
  "podsCgroupName":"$TINYLET_CGROUP","statusAddress":"127.0.0.1:$KUBELET_HEALTHZ_PORT","logLevel":"info",
  "apiServer":{"kubeconfig":"$NODE_DIR/node.kubeconfig","port":$KUBELET_PORT,"address":"0.0.0.0",
   "tlsCertFile":"$NODE_DIR/pki/serving.crt","tlsPrivateKeyFile":"$NODE_DIR/pki/serving.key"}}

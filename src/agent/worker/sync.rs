@@ -123,13 +123,15 @@ impl Worker {
     fn prepare_volumes(&self) -> Result<(), SyncError> {
         let cfg = &self.ctx.cfg;
         for v in &self.pod.spec.volumes {
-            let prepared = volumes::prepare_one(
-                &self.pod,
-                v,
-                &cfg.pods_dir,
-                &cfg.allowed_host_paths,
-                &*self.ctx,
-            );
+            let prepared = self.claim_allowed(v).and_then(|()| {
+                volumes::prepare_one(
+                    &self.pod,
+                    v,
+                    &cfg.pods_dir,
+                    &cfg.allowed_host_paths,
+                    &*self.ctx,
+                )
+            });
             if let Err(e) = prepared {
                 if e.reason != Reason::ContainerCreating {
                     self.ctx
@@ -143,6 +145,42 @@ impl Worker {
                 return Err(e);
             }
         }
+        Ok(())
+    }
+
+    /// A claim bound to a host directory, judged as the hostPath it is (policy, the
+    /// volume's node affinity: `node::admit::volume_claims`) here, before anything of
+    /// the pod is made, since the uplink resolves claims only after admission.
+    #[cfg(feature = "uplink")]
+    fn claim_allowed(&self, v: &crate::model::pod::Volume) -> Result<(), SyncError> {
+        let Some(claim) = &v.persistent_volume_claim else {
+            return Ok(());
+        };
+        let name = &claim.claim_name;
+        let bound = self.ctx.claims.lookup(&self.pod, name)?;
+        let labels = crate::agent::admission::node_labels(&self.ctx);
+        let node = &self.ctx.host.node_name;
+        let judged = crate::node::admit::volume_claims::check(
+            &self.pod,
+            name,
+            &bound,
+            &self.ctx.cfg,
+            node,
+            &labels,
+        );
+        judged.map_err(|r| {
+            let reason = if r.reason == crate::node::admit::policy::REASON {
+                Reason::HostPathNotAllowed
+            } else {
+                Reason::CreateContainerConfigError
+            };
+            SyncError::new(reason, format!("{}: {}", r.reason, r.message))
+        })
+    }
+
+    /// Without the uplink no pod has a resolved claim.
+    #[cfg(not(feature = "uplink"))]
+    fn claim_allowed(&self, _: &crate::model::pod::Volume) -> Result<(), SyncError> {
         Ok(())
     }
 

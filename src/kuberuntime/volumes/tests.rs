@@ -89,10 +89,16 @@ fn cm(data: &[(&str, &str)]) -> ConfigMap {
     c
 }
 
+/// Prefixes any pod may write.
+fn writable(paths: &[PathBuf]) -> Vec<Allowance> {
+    let entries: Vec<HostPathPrefix> = paths.iter().map(HostPathPrefix::plain).collect();
+    host_paths::for_pod(&entries, false, "ns")
+}
+
 #[test]
 fn host_path_prefixes_and_escapes() {
     let s = Scratch::new("hp");
-    let allowed = vec![s.0.join("data")];
+    let allowed = writable(&[s.0.join("data")]);
     std::fs::create_dir_all(s.0.join("data/app")).unwrap();
     std::fs::create_dir_all(s.0.join("secret")).unwrap();
     std::os::unix::fs::symlink(s.0.join("secret"), s.0.join("data/link")).unwrap();
@@ -101,16 +107,18 @@ fn host_path_prefixes_and_escapes() {
         HostPathType::Directory,
         &allowed,
     )
-    .unwrap();
+    .unwrap()
+    .0;
     assert_eq!(fd_id(&ok), id(&s.0.join("data/app")));
     // The prefix itself is the admin's: a symlink there is followed.
     std::os::unix::fs::symlink(s.0.join("data"), s.0.join("data-link")).unwrap();
     let via = host_path(
         s.0.join("data-link/app").to_str().unwrap(),
         HostPathType::Directory,
-        &[s.0.join("data-link")],
+        &writable(&[s.0.join("data-link")]),
     )
-    .unwrap();
+    .unwrap()
+    .0;
     assert_eq!(fd_id(&via), id(&s.0.join("data/app")));
     // Below it nothing is: out, in the middle, or even staying inside.
     std::os::unix::fs::symlink("app", s.0.join("data/inside")).unwrap();
@@ -155,14 +163,17 @@ fn host_path_prefixes_and_escapes() {
     .unwrap_err();
     assert_eq!(sibling.reason, "HostPathNotAllowed");
     let none = host_path("/etc", HostPathType::Unset, &[]).unwrap_err();
-    assert!(none.message.contains("allowedHostPaths is empty"), "{none}");
+    assert!(
+        none.message.contains("none are allowed for this pod"),
+        "{none}"
+    );
     assert!(host_path("rel/path", HostPathType::Unset, &allowed).is_err());
 }
 
 #[test]
 fn host_path_types() {
     let s = Scratch::new("hpt");
-    let allowed = vec![s.0.clone()];
+    let allowed = writable(std::slice::from_ref(&s.0));
     let out = Scratch::new("hpt-out");
     std::os::unix::fs::symlink(&out.0, s.0.join("lnk")).unwrap();
     // ...OrCreate through a symlinked parent, or onto a dangling symlink: refused,
@@ -389,7 +400,7 @@ fn mounts_for_each_kind() {
         cm: RefCell::new(Some(cm(&[("a", "1")]))),
         secret: None,
     };
-    let allowed = std::slice::from_ref(&host);
+    let allowed = &[HostPathPrefix::plain(&host)];
     prepare(&p, &pods, allowed, &objs).unwrap();
     let ms = mounts(
         &p,
@@ -428,6 +439,145 @@ fn mounts_for_each_kind() {
     assert_eq!(unmounted.len(), 2, "{unmounted:?}");
     let refused = mounts(&p, &ctr, &pods, &[], &mut Env::default(), &Objs::default()).unwrap_err();
     assert_eq!(refused.reason, "HostPathNotAllowed");
+}
+
+fn host_vol(name: &str, path: &Path, type_: HostPathType) -> Volume {
+    let mut v = vol(name);
+    v.host_path = Some(HostPathVolumeSource {
+        path: path.to_string_lossy().into_owned(),
+        type_,
+    });
+    v
+}
+
+/// A cluster pod: a plain prefix is mounted read-only whatever its volumeMount says,
+/// and nothing is made in it (nor a subPath); a `{namespace}` prefix marked writable
+/// is the pod's namespace's own directory (made in its parent), writable, while
+/// another namespace's is out of reach; an entry for local pods is not the cluster's.
+#[test]
+fn cluster_pods_read_plain_prefixes_and_write_their_namespace_directory() {
+    use crate::config::host_paths::PodSource;
+    let s = Scratch::new("hpns");
+    let (pods, shared, tenants) = (s.0.join("pods"), s.0.join("shared"), s.0.join("tenants"));
+    let certs = s.0.join("certs");
+    for d in [shared.join("d"), tenants.join("other"), certs.clone()] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let allowed = vec![
+        HostPathPrefix::plain(&shared),
+        HostPathPrefix {
+            path_prefix: tenants.join("{namespace}"),
+            read_only: Some(false),
+            source: Some(PodSource::Cluster),
+        },
+        HostPathPrefix {
+            path_prefix: certs.clone(),
+            read_only: Some(true),
+            source: Some(PodSource::Local),
+        },
+    ];
+    let mut p = pod(vec![
+        host_vol("shared", &shared.join("d"), HostPathType::Directory),
+        host_vol(
+            "mine",
+            &tenants.join("ns/data"),
+            HostPathType::DirectoryOrCreate,
+        ),
+    ]);
+    p.metadata
+        .annotations
+        .insert(crate::model::pod::CONFIG_SOURCE.into(), "api".into());
+    let mount = |name: &str, sub: &str| VolumeMount {
+        name: name.into(),
+        mount_path: format!("/{name}"),
+        sub_path: sub.into(),
+        ..Default::default()
+    };
+    let ctr = Container {
+        name: "app".into(),
+        volume_mounts: vec![mount("shared", ""), mount("mine", "")],
+        ..Default::default()
+    };
+    prepare(&p, &pods, &allowed, &Objs::default()).unwrap();
+    assert!(
+        tenants.join("ns/data").is_dir(),
+        "made in the namespace's directory"
+    );
+    let ms = mounts(
+        &p,
+        &ctr,
+        &pods,
+        &allowed,
+        &mut Env::default(),
+        &Objs::default(),
+    )
+    .unwrap();
+    assert!(
+        ms[0].readonly,
+        "a plain prefix is read-only for the cluster"
+    );
+    assert!(!ms[1].readonly, "a prefix marked writable");
+    let sub = Container {
+        volume_mounts: vec![mount("shared", "new")],
+        ..ctr.clone()
+    };
+    let e = mounts(
+        &p,
+        &sub,
+        &pods,
+        &allowed,
+        &mut Env::default(),
+        &Objs::default(),
+    );
+    assert!(
+        e.is_err() && !shared.join("d/new").exists(),
+        "no subPath made"
+    );
+    crate::kuberuntime::teardown::unmount_all(&pods.join("uid-1")).unwrap();
+    for (v, reason) in [
+        (
+            host_vol("x", &shared.join("new"), HostPathType::DirectoryOrCreate),
+            Reason::CreateContainerConfigError,
+        ),
+        (
+            host_vol("x", &tenants.join("other"), HostPathType::Directory),
+            Reason::HostPathNotAllowed,
+        ),
+        (
+            host_vol("x", &tenants.join("ns/../other"), HostPathType::Directory),
+            Reason::HostPathNotAllowed,
+        ),
+        (
+            host_vol("x", &certs, HostPathType::Directory),
+            Reason::HostPathNotAllowed,
+        ),
+    ] {
+        let mut q = p.clone();
+        q.spec.volumes = vec![v];
+        let e = prepare(&q, &pods, &allowed, &Objs::default()).unwrap_err();
+        assert_eq!(e.reason, reason, "{e}");
+    }
+    assert!(
+        !shared.join("new").exists(),
+        "nothing made in a read-only prefix"
+    );
+    // The owner's pod: the plain prefix is writable, the certificates read-only.
+    let mut local = pod(vec![
+        host_vol("shared", &shared.join("d"), HostPathType::Directory),
+        host_vol("mine", &certs, HostPathType::Directory),
+    ]);
+    local.metadata.uid = "uid-2".into();
+    let ms = mounts(
+        &local,
+        &ctr,
+        &pods,
+        &allowed,
+        &mut Env::default(),
+        &Objs::default(),
+    )
+    .unwrap();
+    assert!(!ms[0].readonly && ms[1].readonly);
+    crate::kuberuntime::teardown::unmount_all(&pods.join("uid-2")).unwrap();
 }
 
 /// Claims as a node sees them: bound to a directory, or not yet.
@@ -482,8 +632,9 @@ fn a_claim_mounts_its_bound_volume_like_a_host_path() {
         volume_name: "pv1".into(),
         path: disks.join("pv1").to_string_lossy().into_owned(),
         host_path_type: HostPathType::Directory,
+        node_affinity: None,
     }));
-    let allowed = std::slice::from_ref(&disks);
+    let allowed = &[HostPathPrefix::plain(&disks)];
     prepare(&p, &pods, allowed, &bound).unwrap();
     let ms = mounts(&p, &ctr, &pods, allowed, &mut Env::default(), &bound).unwrap();
     assert!(!ms[0].readonly);
@@ -522,7 +673,7 @@ fn sub_path_escapes_are_refused_for_every_volume_kind() {
     });
     let p = pod(vec![e, h]);
     let objs = Objs::default();
-    let allowed = std::slice::from_ref(&host);
+    let allowed = &[HostPathPrefix::plain(&host)];
     prepare(&p, &pods, allowed, &objs).unwrap();
     let edir = volume_dir(&pods, &p, "empty-dir", "e");
     for root in [edir.clone(), host.join("hp")] {

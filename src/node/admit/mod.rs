@@ -2,8 +2,8 @@
 //! anything of the pod is made (no sandbox, no pull, no volume). Every pod passes it,
 //! local or from the cluster, when the sync loop first sees it (and again when its spec
 //! changes), in this order:
-//! 1. kubelet's sysctl check ([`sysctls`]: the safe set and `allowedUnsafeSysctls`, at
-//!    every policy level);
+//! 1. kubelet's sysctl check ([`sysctls`]: the safe set and the `allowedUnsafeSysctls`
+//!    of the pod's source, see [`crate::config::pod_policy::PodPolicy::unsafe_sysctls`]);
 //! 2. the device owner's pod policy ([`policy`]: a Pod Security Standards level per
 //!    source, with the config's allowances);
 //! 3. kubelet's predicates ([`fit`], [`placement`]): node pressure, `maxPods`, the
@@ -22,6 +22,7 @@ pub mod placement;
 pub mod policy;
 pub mod sysctls;
 pub mod unsupported;
+pub mod volume_claims;
 
 use crate::config::Config;
 use crate::kuberuntime::env::NodeAllocatable;
@@ -73,7 +74,10 @@ pub fn admit(
     cfg: &Config,
 ) -> Result<(), Refusal> {
     unsupported::check(pod)?;
-    sysctls::check(pod, &cfg.allowed_unsafe_sysctls)?;
+    let unsafe_ok = cfg
+        .pod_policy
+        .unsafe_sysctls(from_cluster, &cfg.allowed_unsafe_sysctls);
+    sysctls::check(pod, unsafe_ok)?;
     policy::check(pod, from_cluster, cfg)?;
     fit::pressure(pod, node)?;
     fit::resources(pod, running, node, cfg.max_pods)?;

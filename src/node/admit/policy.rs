@@ -6,8 +6,12 @@
 //! Baseline refuses: host namespaces (unless allowed), privileged containers,
 //! capabilities added beyond the baseline set (and the allowed ones), hostPath volumes
 //! (unless allowed), host ports (unless allowed), an `Unmasked` /proc, an explicitly
-//! `Unconfined` seccomp or AppArmor profile. (Sysctls outside the safe set and
-//! `allowedUnsafeSysctls` are kubelet's own check, at every level: [`super::sysctls`].)
+//! `Unconfined` seccomp or AppArmor profile, a `host` in a probe's or lifecycle hook's
+//! `httpGet`/`tcpSocket` (Pod Security v1.34+: the agent makes those connections from
+//! the host's network, so a host would reach the node's loopback and LAN on the pod's
+//! behalf). (Sysctls are kubelet's own check before this one, [`super::sysctls`], with
+//! the `allowedUnsafeSysctls` of the pod's source: none beyond the safe set for cluster
+//! pods at baseline and restricted unless the config names them for the cluster.)
 //! Restricted adds: only configMap, secret, downwardAPI,
 //! projected, emptyDir and persistentVolumeClaim volumes, `allowPrivilegeEscalation:
 //! false` on every container, `runAsNonRoot` and no `runAsUser: 0`, a `RuntimeDefault`
@@ -185,6 +189,7 @@ fn container_baseline(
             "unconfined is not allowed",
         );
     }
+    handler_hosts(path, c, v);
     for (j, port) in c.ports.iter().enumerate() {
         if port.host_port != 0 && !policy.allow_host_ports {
             v.add(
@@ -194,6 +199,44 @@ fn container_baseline(
                     port.host_port
                 ),
             );
+        }
+    }
+}
+
+/// PSS "Probes / Lifecycle Handlers": the agent, not the pod, makes these connections
+/// (from the host's network), so a `host` would let a pod reach the node's own
+/// loopback and LAN through it; only the pod's IP (an empty `host`) is allowed.
+fn handler_hosts(path: &str, c: &crate::model::Container, v: &mut Violations) {
+    let probes = [
+        ("livenessProbe", c.liveness_probe.as_ref()),
+        ("readinessProbe", c.readiness_probe.as_ref()),
+        ("startupProbe", c.startup_probe.as_ref()),
+    ];
+    let probes = probes
+        .into_iter()
+        .filter_map(|(n, p)| Some((n, p?.http_get.as_ref(), p?.tcp_socket.as_ref())));
+    let hooks = c.lifecycle.as_ref().map_or([None, None], |l| {
+        [
+            l.post_start.as_ref().map(|h| ("lifecycle.postStart", h)),
+            l.pre_stop.as_ref().map(|h| ("lifecycle.preStop", h)),
+        ]
+    });
+    let hooks = hooks
+        .into_iter()
+        .flatten()
+        .map(|(n, h)| (n, h.http_get.as_ref(), h.tcp_socket.as_ref()));
+    for (name, http, tcp) in probes.chain(hooks) {
+        let hosts = [
+            ("httpGet", http.map(|h| h.host.as_str())),
+            ("tcpSocket", tcp.map(|t| t.host.as_str())),
+        ];
+        for (kind, host) in hosts {
+            if let Some(host) = host.filter(|h| !h.is_empty()) {
+                v.add(
+                    format_args!("{path}.{name}.{kind}.host"),
+                    format_args!("{host:?} is not allowed (only the pod's own IP: leave it empty)"),
+                );
+            }
         }
     }
 }
@@ -351,6 +394,61 @@ mod tests {
             check(&p, false, &allowing).is_ok(),
             "local pods: privileged"
         );
+    }
+
+    #[test]
+    fn a_probe_or_hook_may_not_name_a_host() {
+        use crate::model::container::{
+            HttpGetAction, Lifecycle, LifecycleHandler, Probe, TcpSocketAction,
+        };
+        let http = |host: &str| HttpGetAction {
+            host: host.into(),
+            ..Default::default()
+        };
+        let tcp = |host: &str| TcpSocketAction {
+            host: host.into(),
+            ..Default::default()
+        };
+        let mut p = pod(SecurityContext::default());
+        let c = &mut p.spec.containers[0];
+        c.liveness_probe = Some(Probe {
+            http_get: Some(http("127.0.0.1")),
+            ..Default::default()
+        });
+        c.readiness_probe = Some(Probe {
+            tcp_socket: Some(tcp("")),
+            ..Default::default()
+        });
+        c.startup_probe = Some(Probe {
+            tcp_socket: Some(tcp("192.168.1.1")),
+            ..Default::default()
+        });
+        c.lifecycle = Some(Lifecycle {
+            post_start: Some(LifecycleHandler {
+                http_get: Some(http("")),
+                ..Default::default()
+            }),
+            pre_stop: Some(LifecycleHandler {
+                tcp_socket: Some(tcp("router.lan")),
+                ..Default::default()
+            }),
+        });
+        let mut init = p.spec.containers[0].clone();
+        init.lifecycle = None;
+        init.startup_probe = None;
+        p.spec.init_containers = vec![init];
+        assert!(check(&p, true, &cfg(Level::Privileged)).is_ok());
+        let m = refused(&p, &cfg(Level::Baseline));
+        for field in [
+            "spec.initContainers[0].livenessProbe.httpGet.host",
+            "spec.containers[0].livenessProbe.httpGet.host",
+            "spec.containers[0].startupProbe.tcpSocket.host",
+            "spec.containers[0].lifecycle.preStop.tcpSocket.host",
+        ] {
+            assert!(m.contains(&format!("{field}: ")), "{field} in {m}");
+        }
+        assert_eq!(m.matches(".host: ").count(), 4, "empty hosts are fine: {m}");
+        assert!(m.contains("host: \"router.lan\" is not allowed"), "{m}");
     }
 
     #[test]
