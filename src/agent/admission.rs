@@ -44,7 +44,7 @@ pub fn node_labels(ctx: &Context) -> BTreeMap<String, String> {
 pub fn plan(
     ctx: &Context,
     desired: Vec<Pod>,
-    workers: &BTreeMap<&str, reconcile::Worker<'_>>,
+    workers: &[reconcile::Worker<'_>],
     refused: &BTreeMap<String, Rc<Pod>>,
 ) -> Vec<Action> {
     let labels = node_labels(ctx);

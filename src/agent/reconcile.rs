@@ -24,10 +24,10 @@
 use crate::config::Config;
 use crate::model::Pod;
 use crate::node::admit::{self, NodeView, Refusal};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::rc::Rc;
 
-/// A pod the sync loop has a worker for, as the plan sees it.
+/// A pod the sync loop has a worker for, as the plan sees it (by the pod's uid).
 pub struct Worker<'a> {
     /// The spec the worker runs (or stops).
     pub pod: &'a Pod,
@@ -41,8 +41,9 @@ pub struct Worker<'a> {
 
 /// What the sync loop has and knows when it plans.
 pub struct Now<'a> {
-    /// The workers, by pod uid.
-    pub workers: &'a BTreeMap<&'a str, Worker<'a>>,
+    /// The workers (a few dozen at most: looked through, not indexed, which keeps
+    /// the binary small).
+    pub workers: &'a [Worker<'a>],
     /// The specs refused before, by pod uid.
     pub refused: &'a BTreeMap<String, Rc<Pod>>,
     /// The node as admission judges it.
@@ -79,12 +80,12 @@ pub enum Action {
 pub fn plan(mut desired: Vec<Pod>, now: &Now<'_>) -> Vec<Action> {
     desired.sort_by(|a, b| creation_key(a).cmp(&creation_key(b)));
     let steps = decide(&desired, now);
-    let wanted: BTreeSet<&str> = desired.iter().map(|p| p.metadata.uid.as_str()).collect();
+    let wanted = |uid: &str| desired.iter().any(|p| p.metadata.uid == uid);
     let deletes: Vec<Action> = now
         .workers
         .iter()
-        .filter(|(uid, w)| !w.deleting && !wanted.contains(*uid))
-        .map(|(uid, _)| Action::Delete(uid.to_string()))
+        .filter(|w| !w.deleting && !wanted(&w.pod.metadata.uid))
+        .map(|w| Action::Delete(w.pod.metadata.uid.clone()))
         .collect();
     let mut actions = Vec::with_capacity(steps.len() + deletes.len());
     let mut steps = steps.into_iter().peekable();
@@ -114,32 +115,22 @@ enum Step {
 /// The step of each desired pod that needs one, admitting in order: what one admits
 /// counts for the next.
 fn decide<'a>(desired: &'a [Pod], now: &Now<'a>) -> Vec<(usize, Step)> {
-    let mut counted: BTreeMap<&str, &Pod> = now
+    let mut counted: Vec<&Pod> = now
         .workers
         .iter()
-        .filter(|(_, w)| !w.finished && w.pod.finished().is_none())
-        .map(|(uid, w)| (*uid, w.pod))
+        .filter(|w| !w.finished && w.pod.finished().is_none())
+        .map(|w| w.pod)
         .collect();
     let mut steps = Vec::new();
     for (i, pod) in desired.iter().enumerate() {
         let uid = pod.metadata.uid.as_str();
-        let step = match now.workers.get(uid) {
-            _ if pod.terminating() => match now.workers.get(uid) {
-                Some(w) if w.deleting => None,
-                _ => Some(Step::Terminate),
-            },
-            Some(w) if w.deleting || *w.pod == *pod => None,
-            Some(w) if same_admission(w.pod, pod) || pod.finished().is_some() => Some(Step::Update),
-            Some(_) => Some(judge(pod, &counted, now, Step::Update, true)),
-            None if now.refused.get(uid).is_some_and(|r| r.spec == pod.spec) => None,
-            None if pod.finished().is_some() => Some(Step::Start),
-            None => Some(judge(pod, &counted, now, Step::Start, false)),
-        };
+        let worker = now.workers.iter().find(|w| w.pod.metadata.uid == uid);
+        let step = step_of(pod, worker, &counted, now);
         if matches!(step, Some(Step::Start | Step::Update)) {
-            match pod.finished() {
-                Some(_) => counted.remove(uid),
-                None => counted.insert(uid, pod),
-            };
+            counted.retain(|p| p.metadata.uid != uid);
+            if pod.finished().is_none() {
+                counted.push(pod);
+            }
         }
         if let Some(s) = step {
             steps.push((i, s));
@@ -148,14 +139,44 @@ fn decide<'a>(desired: &'a [Pod], now: &Now<'a>) -> Vec<(usize, Step)> {
     steps
 }
 
+/// The step of one desired pod, given its worker (if any) and what counts now.
+fn step_of(
+    pod: &Pod,
+    worker: Option<&Worker<'_>>,
+    counted: &[&Pod],
+    now: &Now<'_>,
+) -> Option<Step> {
+    if pod.terminating() {
+        return match worker {
+            Some(w) if w.deleting => None,
+            _ => Some(Step::Terminate),
+        };
+    }
+    match worker {
+        // Stopping (its uid waits until the worker is done), or unchanged.
+        Some(w) if w.deleting || *w.pod == *pod => None,
+        Some(w) if same_admission(w.pod, pod) || pod.finished().is_some() => Some(Step::Update),
+        Some(_) => Some(judge(pod, counted, now, Step::Update, true)),
+        None if now
+            .refused
+            .get(&pod.metadata.uid)
+            .is_some_and(|r| r.spec == pod.spec) =>
+        {
+            None
+        }
+        None if pod.finished().is_some() => Some(Step::Start),
+        None => Some(judge(pod, counted, now, Step::Start, false)),
+    }
+}
+
 /// Admits `pod` beside what is counted, without the pod itself (a changed spec is
 /// judged in place of the one it replaces): `ok` when admitted, a refusal otherwise.
-fn judge(pod: &Pod, counted: &BTreeMap<&str, &Pod>, now: &Now<'_>, ok: Step, stop: bool) -> Step {
-    let uid = pod.metadata.uid.as_str();
+fn judge(pod: &Pod, counted: &[&Pod], now: &Now<'_>, ok: Step, stop: bool) -> Step {
+    let uid = &pod.metadata.uid;
     let others: Vec<&Pod> = counted
         .iter()
-        .filter(|(u, _)| **u != uid)
-        .map(|(_, p)| *p)
+        .filter(|p| p.metadata.uid != *uid)
+        .copied()
         .collect();
     let from_cluster = pod.source() == crate::model::pod::Source::Api;
     match admit::admit(pod, from_cluster, &others, now.node, now.cfg) {

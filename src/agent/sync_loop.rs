@@ -246,16 +246,13 @@ impl SyncLoop {
             .filter(|p| !p.terminating())
             .map(|p| p.metadata.uid.clone())
             .collect();
-        let workers: BTreeMap<&str, reconcile::Worker<'_>> = self
+        let workers: Vec<reconcile::Worker<'_>> = self
             .workers
-            .iter()
-            .map(|(uid, w)| {
-                let view = reconcile::Worker {
-                    pod: &w.pod,
-                    deleting: w.deleting,
-                    finished: w.finished.get(),
-                };
-                (uid.as_str(), view)
+            .values()
+            .map(|w| reconcile::Worker {
+                pod: &w.pod,
+                deleting: w.deleting,
+                finished: w.finished.get(),
             })
             .collect();
         let plan = admission::plan(&self.ctx, desired, &workers, &self.refused);

@@ -72,15 +72,12 @@ fn run(
         memory_pressure: false,
         disk_pressure: false,
     };
-    let workers: BTreeMap<&str, Worker<'_>> = workers
+    let workers: Vec<Worker<'_>> = workers
         .iter()
-        .map(|&(pod, deleting, finished)| {
-            let w = Worker {
-                pod,
-                deleting,
-                finished,
-            };
-            (pod.metadata.uid.as_str(), w)
+        .map(|&(pod, deleting, finished)| Worker {
+            pod,
+            deleting,
+            finished,
         })
         .collect();
     let refused: BTreeMap<String, Rc<Pod>> = refused
