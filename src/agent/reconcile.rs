@@ -41,8 +41,8 @@ pub struct Worker<'a> {
 
 /// What the sync loop has and knows when it plans.
 pub struct Now<'a> {
-    /// The workers (a few dozen at most: looked through, not indexed, which keeps
-    /// the binary small).
+    /// The workers (about `maxPods` of them: looked through, not indexed, which
+    /// keeps the binary small).
     pub workers: &'a [Worker<'a>],
     /// The specs refused before, by pod uid.
     pub refused: &'a BTreeMap<String, Rc<Pod>>,
