@@ -14,6 +14,8 @@ mod wire;
 #[path = "agent_fake/node.rs"]
 mod node;
 
+#[path = "agent_fake/admission.rs"]
+mod admission;
 #[path = "agent_fake/adoption.rs"]
 mod adoption;
 #[path = "agent_fake/crash_loop.rs"]

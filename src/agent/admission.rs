@@ -1,17 +1,21 @@
 //! The sync loop's side of admission ([`crate::node::admit`]): what the node looks
-//! like now (its labels, allocatable, pressure), which admitted pods still count (those
-//! with a worker that are neither being deleted nor finished), and what a refusal
-//! leaves behind: the pod's status `Failed` with the reason and message (the uplink
-//! sends it to the API), an event, a warning in the log. No worker is started for a
-//! refused pod, so nothing of it is ever made.
+//! like now (its labels, allocatable, pressure) for the loop's plan
+//! ([`super::reconcile`], which admits every new pod and every changed spec, and says
+//! which admitted pods still count), and what a refusal leaves behind: the pod's
+//! status `Failed` with the reason and message (the uplink sends it to the API), an
+//! event, a warning in the log. No worker is started for a refused pod, so nothing of
+//! it is ever made; a pod whose changed spec is refused is stopped by its worker, which
+//! leaves the same.
 
 use super::context::Context;
+use super::reconcile::{self, Action};
 use crate::model::reason::EventReason;
 use crate::model::status::{PodPhase, PodStatus};
 use crate::model::time::now_rfc3339;
 use crate::model::Pod;
-use crate::node::admit::{self, NodeView, Refusal};
+use crate::node::admit::{NodeView, Refusal};
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 /// The node's labels as admission matches them: kubelet's own (hostname, os, arch),
 /// the config's `apiServer.nodeLabels`, and those the API last showed on the Node.
@@ -35,23 +39,14 @@ pub fn node_labels(ctx: &Context) -> BTreeMap<String, String> {
     labels
 }
 
-/// Whether the pod `p` (admitted earlier) still takes its share of the node: a pod
-/// whose last status is Succeeded or Failed does not.
-pub fn counts(ctx: &Context, p: &Pod) -> bool {
-    if p.finished().is_some() {
-        return false;
-    }
-    let status = ctx
-        .store
-        .borrow()
-        .read_status(&p.metadata.namespace, &p.metadata.name);
-    !status
-        .and_then(|s| s.phase)
-        .is_some_and(|ph| matches!(ph, PodPhase::Succeeded | PodPhase::Failed))
-}
-
-/// Admits `pod` beside `running` (the admitted pods that still count).
-pub fn admit(ctx: &Context, pod: &Pod, running: &[&Pod]) -> Result<(), Refusal> {
+/// The sync loop's plan for `desired` (see [`reconcile`]), judged against the node as
+/// it is now.
+pub fn plan(
+    ctx: &Context,
+    desired: Vec<Pod>,
+    workers: &[reconcile::Worker<'_>],
+    refused: &BTreeMap<String, Rc<Pod>>,
+) -> Vec<Action> {
     let labels = node_labels(ctx);
     let pressure = ctx.pressure.get();
     let node = NodeView {
@@ -61,8 +56,13 @@ pub fn admit(ctx: &Context, pod: &Pod, running: &[&Pod]) -> Result<(), Refusal> 
         memory_pressure: pressure.memory,
         disk_pressure: pressure.disk,
     };
-    let from_cluster = pod.source() == crate::model::pod::Source::Api;
-    admit::admit(pod, from_cluster, running, &node, &ctx.cfg)
+    let now = reconcile::Now {
+        workers,
+        refused,
+        node: &node,
+        cfg: &ctx.cfg,
+    };
+    reconcile::plan(desired, &now)
 }
 
 /// Leaves what a refusal of `pod` must: its status Failed with the reason (unless it

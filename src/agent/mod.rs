@@ -21,6 +21,7 @@ pub mod observe;
 pub mod pleg;
 pub mod pressure_check;
 pub mod probe;
+pub mod reconcile;
 #[cfg(feature = "uplink")]
 pub mod services;
 pub mod silent_registries;

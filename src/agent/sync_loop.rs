@@ -25,15 +25,18 @@ use super::admission;
 use super::context::Context;
 use super::housekeeping::Housekeeping;
 use super::pleg::{self, Snapshot};
+use super::reconcile::{self, Action};
 use super::worker::{self, Msg};
 use super::{kill, observe};
 use crate::cri::{pb, CriError};
 use crate::model::Pod;
+use crate::node::admit::Refusal;
 use crate::store::DamagedPod;
 use async_io::Async;
 use rustix::fd::OwnedFd;
 use smol::channel::Sender;
 use smol::{future, Task, Timer};
+use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -43,7 +46,12 @@ struct WorkerHandle {
     task: Task<()>,
     /// The spec the worker runs, shared with it (one copy of each pod's spec).
     pod: Rc<Pod>,
+    /// The worker stops the pod (deleted, terminating, refused); it still counts
+    /// toward the node's pods and resources until the worker is done.
     deleting: bool,
+    /// Set by the worker: the pod reached Succeeded or Failed, or its worker stopped
+    /// and removed it (it no longer counts).
+    finished: Rc<Cell<bool>>,
 }
 
 /// The agent's main loop: reads the desired pods, relists the runtime, runs one worker per
@@ -64,7 +72,8 @@ pub struct SyncLoop {
     /// [`Self::held`] as of the previous look at the store (a hold is logged once).
     held_before: BTreeSet<(String, String)>,
     /// Pods the node refused at admission (by uid), with the spec refused: no worker
-    /// runs them; a changed spec is admitted afresh.
+    /// runs them (a worker that ran an earlier spec stops); a changed spec is admitted
+    /// afresh.
     refused: BTreeMap<String, Rc<Pod>>,
 }
 
@@ -222,7 +231,9 @@ impl SyncLoop {
         }
     }
 
-    /// Starts workers for new pods, updates changed ones, deletes removed ones.
+    /// Starts workers for new pods, updates changed ones, deletes removed ones, as the
+    /// plan says ([`super::reconcile`]: every new pod and every changed spec admitted
+    /// first).
     fn reconcile_desired(&mut self) {
         let found = self.ctx.store.borrow_mut().desired_pods_keeping_damaged();
         let mut desired = found.pods;
@@ -230,111 +241,108 @@ impl SyncLoop {
         for d in found.damaged {
             self.damaged_pod(d, &mut desired);
         }
-        // kubelet admits pods in the order they were made: after a restart the older
-        // pods keep their place, a newer one is the one that does not fit.
-        desired.sort_by(|a, b| {
-            let key = |p: &Pod| {
-                (
-                    p.metadata.creation_timestamp.clone(),
-                    p.metadata.uid.clone(),
-                )
-            };
-            key(a).cmp(&key(b))
-        });
-        let mut seen = BTreeSet::new();
-        for pod in desired {
-            let uid = pod.metadata.uid.clone();
-            if pod.terminating() {
-                self.refused.remove(&uid);
-                self.terminating(pod);
-                continue;
-            }
-            seen.insert(uid.clone());
-            match self.workers.get_mut(&uid) {
-                Some(w) if w.deleting => {}
-                Some(w) if *w.pod != pod => {
-                    log::info!(
-                        "pod {}/{}: spec changed",
-                        pod.metadata.namespace,
-                        pod.metadata.name
-                    );
-                    w.pod = Rc::new(pod);
-                    let _ = w.tx.try_send(Msg::Update(w.pod.clone()));
-                }
-                Some(_) => {}
-                None => {
-                    if !self.admitted(&pod) {
-                        continue;
-                    }
-                    log::info!(
-                        "pod {}/{}: added (uid {uid})",
-                        pod.metadata.namespace,
-                        pod.metadata.name
-                    );
-                    // Only a worker of this uid makes things for it, and there is none:
-                    // when the last relist saw nothing of it, there is nothing.
-                    let absent = self.last.as_ref().is_some_and(|s| !s.contains_key(&uid));
-                    let pod = Rc::new(pod);
-                    let (tx, task) = worker::spawn(self.ctx.clone(), pod.clone(), absent);
-                    self.workers.insert(
-                        uid,
-                        WorkerHandle {
-                            tx,
-                            task,
-                            pod,
-                            deleting: false,
-                        },
-                    );
-                }
+        let seen: BTreeSet<String> = desired
+            .iter()
+            .filter(|p| !p.terminating())
+            .map(|p| p.metadata.uid.clone())
+            .collect();
+        let workers: Vec<reconcile::Worker<'_>> = self
+            .workers
+            .values()
+            .map(|w| reconcile::Worker {
+                pod: &w.pod,
+                deleting: w.deleting,
+                finished: w.finished.get(),
+            })
+            .collect();
+        let plan = admission::plan(&self.ctx, desired, &workers, &self.refused);
+        drop(workers);
+        for action in plan {
+            match action {
+                Action::Start(pod) => self.start(pod),
+                Action::Update(pod) => self.update(pod),
+                Action::Refuse { pod, refusal, stop } => self.refuse(pod, &refusal, stop),
+                Action::Delete(uid) => self.delete(&uid),
+                Action::Terminate(pod) => self.terminating(pod),
             }
         }
         self.refused.retain(|uid, _| seen.contains(uid));
-        for (uid, w) in self
-            .workers
-            .iter_mut()
-            .filter(|(uid, w)| !seen.contains(*uid) && !w.deleting)
-        {
-            log::info!(
-                "pod {}/{}: removed from the desired set (uid {uid})",
-                w.pod.metadata.namespace,
-                w.pod.metadata.name
-            );
-            w.deleting = true;
-            let _ = w.tx.try_send(Msg::Delete);
-        }
     }
 
-    /// Whether a pod that has no worker yet may get one: the node's admission
-    /// ([`admission`]) beside the admitted pods that still count. A refusal is kept
-    /// (and its status written once) until the pod's spec changes (its labels, or the
-    /// API's word that it failed, change nothing); a finished pod needs no admission
-    /// (it runs nothing).
-    fn admitted(&mut self, pod: &Pod) -> bool {
-        let uid = &pod.metadata.uid;
-        if self.refused.get(uid).is_some_and(|p| p.spec == pod.spec) {
-            return false;
+    /// Starts the worker of a pod the plan admitted (or that has finished).
+    fn start(&mut self, pod: Pod) {
+        let uid = pod.metadata.uid.clone();
+        self.refused.remove(&uid);
+        log::info!(
+            "pod {}/{}: added (uid {uid})",
+            pod.metadata.namespace,
+            pod.metadata.name
+        );
+        // Only a worker of this uid makes things for it, and there is none:
+        // when the last relist saw nothing of it, there is nothing.
+        let absent = self.last.as_ref().is_some_and(|s| !s.contains_key(&uid));
+        let pod = Rc::new(pod);
+        let finished = Rc::new(Cell::new(false));
+        let (tx, task) = worker::spawn(self.ctx.clone(), pod.clone(), absent, finished.clone());
+        let handle = WorkerHandle {
+            tx,
+            task,
+            pod,
+            deleting: false,
+            finished,
+        };
+        self.workers.insert(uid, handle);
+    }
+
+    /// Gives a worker its pod's new version: an admitted spec, or new metadata.
+    fn update(&mut self, pod: Pod) {
+        self.refused.remove(&pod.metadata.uid);
+        let Some(w) = self.workers.get_mut(&pod.metadata.uid) else {
+            return;
+        };
+        if w.pod.spec != pod.spec {
+            let m = &pod.metadata;
+            log::info!("pod {}/{}: spec changed (admitted)", m.namespace, m.name);
         }
-        if pod.finished().is_some() {
-            self.refused.remove(uid);
-            return true;
-        }
-        let running: Vec<&Pod> = self
-            .workers
-            .values()
-            .filter(|w| !w.deleting && admission::counts(&self.ctx, &w.pod))
-            .map(|w| &*w.pod)
-            .collect();
-        match admission::admit(&self.ctx, pod, &running) {
-            Ok(()) => {
-                self.refused.remove(uid);
-                true
+        w.pod = Rc::new(pod);
+        let _ = w.tx.try_send(Msg::Update(w.pod.clone()));
+    }
+
+    /// The node does not run `pod`'s spec: when a worker runs an earlier one (`stop`), it
+    /// stops the pod and leaves its status Failed with the refusal (see
+    /// [`Msg::Refused`]); otherwise the status and event are left here. The refusal is
+    /// kept until the spec changes (its labels, or the API's word that it failed,
+    /// change nothing).
+    fn refuse(&mut self, pod: Pod, r: &Refusal, stop: bool) {
+        match self.workers.get_mut(&pod.metadata.uid) {
+            Some(w) if stop => {
+                let m = &pod.metadata;
+                log::warn!(
+                    "pod {}/{}: changed spec refused by the node ({}): stopping it",
+                    m.namespace,
+                    m.name,
+                    r.reason
+                );
+                w.deleting = true;
+                let _ = w.tx.try_send(Msg::Refused(r.clone()));
             }
-            Err(r) => {
-                admission::refused(&self.ctx, pod, &r);
-                self.refused.insert(uid.clone(), Rc::new(pod.clone()));
-                false
-            }
+            _ => admission::refused(&self.ctx, &pod, r),
         }
+        self.refused.insert(pod.metadata.uid.clone(), Rc::new(pod));
+    }
+
+    /// The pod of `uid` left the desired set: its worker deletes it.
+    fn delete(&mut self, uid: &str) {
+        let Some(w) = self.workers.get_mut(uid) else {
+            return;
+        };
+        log::info!(
+            "pod {}/{}: removed from the desired set (uid {uid})",
+            w.pod.metadata.namespace,
+            w.pod.metadata.name
+        );
+        w.deleting = true;
+        let _ = w.tx.try_send(Msg::Delete);
     }
 
     /// A cluster pod the API server is deleting: its worker stops it with the deletion's
@@ -357,12 +365,15 @@ impl SyncLoop {
             None => {
                 log::info!("pod {ns}/{name}: deleted in the cluster; making sure it is stopped");
                 let pod = Rc::new(pod);
-                let (tx, task) = worker::spawn(self.ctx.clone(), pod.clone(), false);
+                let finished = Rc::new(Cell::new(false));
+                let (tx, task) =
+                    worker::spawn(self.ctx.clone(), pod.clone(), false, finished.clone());
                 let handle = WorkerHandle {
                     tx,
                     task,
                     pod,
                     deleting: true,
+                    finished,
                 };
                 self.workers.insert(uid, handle);
             }

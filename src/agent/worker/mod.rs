@@ -42,9 +42,11 @@ use crate::kuberuntime::status::Waiting;
 use crate::kuberuntime::SyncError;
 use crate::model::status::PodPhase;
 use crate::model::{Pod, PodStatus, Reason};
+use crate::node::admit::Refusal;
 use smol::channel::{Receiver, Sender};
 use smol::future;
 use smol::Timer;
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::PathBuf;
@@ -60,6 +62,10 @@ pub enum Msg {
     Wake,
     /// The pod is no longer desired: stop it with its grace period and remove it.
     Delete,
+    /// The node refused the pod's changed spec: stop it with its grace period and
+    /// remove it as on [`Msg::Delete`], and leave its status Failed with the refusal
+    /// (the pod stays desired; the spec it was refused is never run).
+    Refused(Refusal),
     /// The node is short of memory and chose this pod: it fails (`Evicted`, with this
     /// message), its containers are killed with this grace period and never restarted.
     Evict(String, std::time::Duration),
@@ -113,6 +119,10 @@ struct Worker {
     /// it during a sync to see whether a new spec came (`run` handles them next).
     inbox: Receiver<Msg>,
     early: Vec<Msg>,
+    /// Shared with the sync loop: the pod has reached a terminal phase, or was stopped
+    /// and removed, so it no longer counts toward the node's pods and resources (known
+    /// by uid: this worker's own state, not a status file found by name).
+    finished: Rc<Cell<bool>>,
 }
 
 /// A pod as the logs name it: `namespace/name`.
@@ -135,13 +145,23 @@ enum Woken {
 
 /// Starts the worker of `pod`; the returned sender drives it. `known_absent`: the
 /// runtime is known to hold nothing of this pod (a relist made after the last worker of
-/// its uid, if any, was gone).
-pub fn spawn(ctx: Rc<Context>, pod: Rc<Pod>, known_absent: bool) -> (Sender<Msg>, smol::Task<()>) {
+/// its uid, if any, was gone). `finished` is kept up to date with whether the pod has
+/// reached a terminal phase; until the first sync says, a status file of the pod's name
+/// that says so is believed only when the runtime may hold the pod (a restart, before
+/// the first relist): a new pod never takes an older one's.
+pub fn spawn(
+    ctx: Rc<Context>,
+    pod: Rc<Pod>,
+    known_absent: bool,
+    finished: Rc<Cell<bool>>,
+) -> (Sender<Msg>, smol::Task<()>) {
     let (tx, rx) = smol::channel::unbounded();
     let last_status = ctx
         .store
         .borrow()
         .read_status(&pod.metadata.namespace, &pod.metadata.name);
+    let ended = |s: &PodStatus| matches!(s.phase, Some(PodPhase::Succeeded | PodPhase::Failed));
+    finished.set(!known_absent && last_status.as_ref().is_some_and(ended));
     let w = Worker {
         ctx,
         pod,
@@ -168,6 +188,7 @@ pub fn spawn(ctx: Rc<Context>, pod: Rc<Pod>, known_absent: bool) -> (Sender<Msg>
         store_note: None,
         inbox: rx.clone(),
         early: Vec::new(),
+        finished,
     };
     (tx, crate::rt::spawn(w.run(rx)))
 }
@@ -181,7 +202,7 @@ impl Worker {
     async fn run(mut self, rx: Receiver<Msg>) {
         // A cluster pod already being deleted when its worker starts is only stopped.
         if self.pod.terminating() {
-            return Box::pin(self.terminate()).await;
+            return Box::pin(self.terminate(None)).await;
         }
         let mut must_sync = true;
         loop {
@@ -239,7 +260,11 @@ impl Worker {
                     }
                     Msg::Delete => {
                         self.probes.stop_all();
-                        return Box::pin(self.terminate()).await;
+                        return Box::pin(self.terminate(None)).await;
+                    }
+                    Msg::Refused(r) => {
+                        self.probes.stop_all();
+                        return Box::pin(self.terminate(Some(r))).await;
                     }
                 }
             }

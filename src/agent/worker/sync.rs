@@ -70,6 +70,7 @@ impl Worker {
         }
         self.probes.reconcile(&self.ctx, &self.pod, &observed);
         self.write_status(&observed);
+        self.finished.set(self.terminal.is_some());
     }
 
     /// The runtime could not say what it holds of the pod: try again shortly.

@@ -56,15 +56,15 @@ impl Worker {
         started
     }
 
-    /// Whether a new spec (or a delete) came for the pod during this sync; what came
-    /// is kept for `run`.
+    /// Whether a new spec (or a delete, or a refusal) came for the pod during this
+    /// sync; what came is kept for `run`.
     fn new_spec_waits(&mut self) -> bool {
         while let Ok(m) = self.inbox.try_recv() {
             self.early.push(m);
         }
         self.early
             .iter()
-            .any(|m| matches!(m, Msg::Update(_) | Msg::Delete))
+            .any(|m| matches!(m, Msg::Update(_) | Msg::Delete | Msg::Refused(_)))
     }
 
     fn adopted(&self, c: &Container, call: &str, id: &str) {

@@ -1,21 +1,24 @@
 //! Admission: the one place where the node decides whether it runs a pod at all, before
 //! anything of the pod is made (no sandbox, no pull, no volume). Every pod passes it,
-//! local or from the cluster, when the sync loop first sees it (and again when its spec
-//! changes), in this order:
+//! local or from the cluster, when the sync loop first sees it and again whenever its
+//! spec changes (the sync loop's plan, [`crate::agent::reconcile`]: the pod itself left
+//! out of the counts; a refused change stops the pod), in this order:
+//! 0. what tinylet cannot give ([`unsupported`]: `UnsupportedPodSpec` naming the field);
 //! 1. kubelet's sysctl check ([`sysctls`]: the safe set and the `allowedUnsafeSysctls`
 //!    of the pod's source, see [`crate::config::pod_policy::PodPolicy::unsafe_sysctls`]);
 //! 2. the device owner's pod policy ([`policy`]: a Pod Security Standards level per
 //!    source, with the config's allowances);
 //! 3. kubelet's predicates ([`fit`], [`placement`]): node pressure, `maxPods`, the
 //!    resource requests against allocatable (every admitted pod that has not finished
-//!    counts, local ones too), the node selector and required node affinity against
-//!    the Node's labels, the node name, host ports not taken.
+//!    counts, local ones too, and those still being stopped), the node selector and
+//!    required node affinity against the Node's labels, the node name, host ports not
+//!    taken.
 //!
 //! A refusal is a status, not a log line: the pod's phase becomes `Failed` with
 //! kubelet's reason and message (`OutOfcpu`, "Pod Node didn't have enough resource:
 //! cpu, ..."; the policy's `PodSecurity` naming the field and the rule), which the
 //! uplink sends to the API, and an event says the same; the pod never runs, not even for
-//! an instant.
+//! an instant (a changed spec refused: the spec never runs, the earlier one is stopped).
 
 pub mod fit;
 pub mod placement;
