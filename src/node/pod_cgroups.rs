@@ -26,6 +26,13 @@ use crate::model::Pod;
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashSet};
 
+fn warn_unenforced(e: &std::io::Error) {
+    log::warn!(
+        "cannot set up the pods' cgroups ({e}): pods run in the runtime's default cgroup \
+         and node allocatable is not enforced"
+    );
+}
+
 /// The pods' cgroup tree on this machine.
 #[derive(Debug)]
 pub struct PodCgroups {
@@ -92,18 +99,22 @@ impl PodCgroups {
             cpu_shares: Some(2),
             ..Limits::default()
         };
+        // The parent is made bare and locked before any limit is written: a second
+        // agent on the same parent must stop before it rewrites the first one's node
+        // allocatable (the flock is on the directory, so that must exist first).
+        if let Err(e) = pc.make(&pc.pods, &Limits::default()) {
+            warn_unenforced(&e);
+            return Ok(None);
+        }
+        pc._lock = pc.lock_parent()?;
         let made = pc
             .make(&pc.pods, &parent)
             .and_then(|()| pc.make(&pc.tier(QosClass::Burstable), &Limits::default()))
             .and_then(|()| pc.make(&pc.tier(QosClass::BestEffort), &best_effort));
         if let Err(e) = made {
-            log::warn!(
-                "cannot set up the pods' cgroups ({e}): pods run in the runtime's default \
-                 cgroup and node allocatable is not enforced"
-            );
+            warn_unenforced(&e);
             return Ok(None);
         }
-        pc._lock = pc.lock_parent()?;
         log::info!(
             "pod cgroups under {} (driver {}, cgroup {}); pods together may use {} \
              of memory and {} pids{}",
