@@ -668,6 +668,7 @@ fn steady_state_bytes_per_hour() {
         events: Default::default(),
         services: Default::default(),
         claims: Default::default(),
+        verdicts: Default::default(),
         cfg,
     });
     let up = tinylet::uplink::agent::new(&ctx).unwrap().unwrap();

@@ -44,6 +44,9 @@ pub struct Context {
     /// The cluster pods' PersistentVolumeClaims, resolved (filled by the uplink).
     #[cfg(feature = "uplink")]
     pub claims: super::claims::Claims,
+    /// The node's admission verdicts: the uplink fetches for admitted pods only.
+    #[cfg(feature = "uplink")]
+    pub verdicts: super::verdicts::Verdicts,
 }
 
 impl Context {

@@ -137,6 +137,9 @@ enum Woken {
 /// runtime is known to hold nothing of this pod (a relist made after the last worker of
 /// its uid, if any, was gone).
 pub fn spawn(ctx: Rc<Context>, pod: Rc<Pod>, known_absent: bool) -> (Sender<Msg>, smol::Task<()>) {
+    // Only an admitted pod gets a worker: the uplink may now fetch what it references.
+    #[cfg(feature = "uplink")]
+    ctx.verdicts.set(&pod.metadata.uid, true);
     let (tx, rx) = smol::channel::unbounded();
     let last_status = ctx
         .store
