@@ -84,7 +84,7 @@ impl Objects for Context {
     ) -> Result<Vec<u8>, crate::kuberuntime::env::NoToken> {
         self.tokens.lookup(pod, source)
     }
-    fn node_allocatable(&self) -> crate::kuberuntime::env::NodeAllocatable {
+    fn node_allocatable(&self) -> crate::model::NodeResources {
         self.host.allocatable
     }
     #[cfg(feature = "uplink")]

@@ -16,7 +16,7 @@
 //! with the process), and an agent whose parent another live agent holds refuses to
 //! start, naming it: two would rewrite each other's node allocatable limits.
 
-use super::capacity::Resources;
+use super::capacity::NodeResources;
 use super::cgroup_name::CgroupName;
 use super::hierarchy::{Hierarchy, Limits, CONTROLLERS};
 use super::pod_resources::{cpu_request_milli, pod_limits};
@@ -56,7 +56,7 @@ impl PodCgroups {
     /// `pods`) and the QoS tiers. `Ok(None)`, after a warning naming what is missing,
     /// when this machine cannot: pods then run in the runtime's default cgroup. An
     /// error when another live agent holds the parent.
-    pub fn setup(cfg: &Config, capacity: &Resources) -> Result<Option<PodCgroups>, String> {
+    pub fn setup(cfg: &Config, capacity: &NodeResources) -> Result<Option<PodCgroups>, String> {
         if !cfg.cgroups_per_qos {
             log::info!("cgroupsPerQOS is off: pods run in the runtime's default cgroup");
             return Ok(None);
@@ -87,7 +87,7 @@ impl PodCgroups {
             ours: RefCell::default(),
             _lock: None,
         };
-        let alloc = capacity.allocatable(cfg);
+        let alloc = capacity.less_reserved(cfg);
         let enforce = cfg.enforce_node_allocatable.iter().any(|e| e == "pods");
         let parent = Limits {
             cpu_shares: Some(cpu_shares(alloc.cpu_milli)),
