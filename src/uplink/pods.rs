@@ -435,6 +435,8 @@ impl PodSource {
         let (refs, wants) = (references(pod), tokens::wants(pod));
         let named = claims::named(pod);
         self.bound.update(key, |k| {
+            // Another pod of the name is a new pod: judged before anything is fetched.
+            k.kept &= k.uid == *uid;
             k.uid = uid.clone();
             k.cached = true;
             k.refs = refs;
