@@ -29,7 +29,7 @@ use tinylet::agent::pressure_check::PressureCheck;
 use tinylet::config::Config;
 use tinylet::model::Pod;
 use tinylet::node::pressure_file::Recorded;
-use tinylet::node::{signals, PodCgroups, Resources};
+use tinylet::node::{signals, NodeResources, PodCgroups};
 
 struct Counting;
 
@@ -146,7 +146,8 @@ fn main() {
     let mut pressed = base.clone();
     pressed["evictionHard"] = json!({"memory.available": "1Pi"});
     let pressed_cfg = Config::parse(&pressed.to_string()).expect("config");
-    let capacity = Resources::capacity(tinylet::kuberuntime::resources::mem_capacity());
+    let capacity =
+        NodeResources::capacity(tinylet::kuberuntime::resources::mem_capacity(), &idle_cfg);
     let Ok(Some(cgroups)) = PodCgroups::setup(&idle_cfg, &capacity) else {
         eprintln!("bench-pressure: no usable cgroup hierarchy here (root needed)");
         std::process::exit(1);

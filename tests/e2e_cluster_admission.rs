@@ -3,8 +3,8 @@
 //! pods and `maxPods: 3` refuses what the cluster binds to it beyond that (a privileged
 //! pod, a forbidden sysctl, more CPU than it has, a node selector it does not match, a
 //! pod too many) with the pod `Failed` in the API, kubelet's reason and message, and an
-//! event; nothing of a refused pod ever reaches the runtime, and the pods it admitted
-//! keep running.
+//! event; nothing of a refused pod ever reaches the runtime, the secrets it references
+//! are never fetched, and the pods it admitted keep running.
 
 mod agent_support;
 mod cluster_support;
@@ -97,8 +97,18 @@ fn the_node_refuses_what_its_owner_and_its_capacity_do_not_allow() {
         "{m}"
     );
 
-    // A pod within the policy runs.
-    kube.apply(&sleeper(&c, ns, "fine", json!({})).to_string());
+    // A pod within the policy runs, with the secret it references.
+    for secret in ["fine-secret", "refused-secret"] {
+        kube.apply(
+            &json!({"apiVersion": "v1", "kind": "Secret",
+                    "metadata": {"name": secret, "namespace": ns},
+                    "stringData": {"password": "s3cret"}})
+            .to_string(),
+        );
+    }
+    let mut fine = sleeper(&c, ns, "fine", json!({}));
+    fine["spec"]["containers"][0]["env"] = secret_env("fine-secret");
+    kube.apply(&fine.to_string());
     wait_api(kube, &n, ns, "fine", "running", START, running_ready);
 
     // A probe aimed at the node itself (Pod Security v1.34+): the agent would connect
@@ -137,8 +147,13 @@ fn the_node_refuses_what_its_owner_and_its_capacity_do_not_allow() {
     );
 
     // A node selector this node does not match (bound by nodeName, past the scheduler).
-    let elsewhere = json!({"nodeSelector": {"example.com/site": "elsewhere"}});
-    kube.apply(&sleeper(&c, ns, "elsewhere", elsewhere).to_string());
+    // It references a secret as an env variable and a volume: refused, the node never
+    // fetches it (the Node authorizer would serve it: the pod is bound here).
+    let elsewhere = json!({"nodeSelector": {"example.com/site": "elsewhere"},
+        "volumes": [{"name": "s", "secret": {"secretName": "refused-secret"}}]});
+    let mut elsewhere = sleeper(&c, ns, "elsewhere", elsewhere);
+    elsewhere["spec"]["containers"][0]["env"] = secret_env("refused-secret");
+    kube.apply(&elsewhere.to_string());
     let m = refused(kube, &n, ns, "elsewhere", "NodeAffinity");
     assert_eq!(m, "Pod Predicate NodeAffinity failed");
 
@@ -158,6 +173,19 @@ fn the_node_refuses_what_its_owner_and_its_capacity_do_not_allow() {
         let p = api_pod(kube, ns, name).unwrap();
         assert!(running_ready(&p), "{name}: {}", p["status"]);
     }
+    // The admitted pod's secret was fetched and cached; the refused pod's never was
+    // (not cached, not even once: the agent logs every secret it caches or drops).
+    let cached = |s: &str| n.dir.join(format!("state/cluster/secrets/{ns}_{s}.json"));
+    assert!(cached("fine-secret").exists());
+    assert!(!cached("refused-secret").exists());
+    let log = std::fs::read_to_string(n.agent_log_path()).unwrap();
+    assert!(log.contains(&format!("{ns}/fine-secret cached")), "{log}");
+    assert!(!log.contains("refused-secret"), "{log}");
+}
+
+/// An env variable read from key `password` of secret `name`.
+fn secret_env(name: &str) -> Value {
+    json!([{"name": "PASSWORD", "valueFrom": {"secretKeyRef": {"name": name, "key": "password"}}}])
 }
 
 /// What the API server sends is honoured or refused, never dropped: a pod of a

@@ -467,7 +467,7 @@ fn under_memory_pressure_best_effort_goes_before_burstable_and_critical_never() 
 }
 
 /// One agent per pods' parent cgroup: a second one on the same parent refuses to start,
-/// naming the first; and the sweep leaves alone a pod cgroup it never made (another
+/// naming the first, before it writes any limit there; and the sweep leaves alone a pod cgroup it never made (another
 /// agent's, or kubelet's, under the same tier) while it removes its own.
 #[test]
 fn another_agents_cgroups_are_never_touched() {
@@ -483,11 +483,20 @@ fn another_agents_cgroups_are_never_touched() {
     second.set_config("cgroupRoot", cfg["cgroupRoot"].clone());
     second.set_config("podsCgroupName", cfg["podsCgroupName"].clone());
     second.set_config("evictionHard", json!({}));
+    // Its own reservation: had it written its limits before finding the lock held, the
+    // parent would show its (smaller) allocatable from then on.
+    second.set_config("systemReserved", json!({"memory": "1500Mi", "cpu": "100m"}));
+    let (limit, shares) = (memory_limit(&pods), cpu_shares(&pods));
     let out = second.tinylet(&["run"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("is held by another agent, pid"), "{err}");
     assert!(err.contains("podsCgroupName of its own"), "{err}");
+    assert_eq!(
+        (memory_limit(&pods), cpu_shares(&pods)),
+        (limit, shares),
+        "the refused agent rewrote the first one's node allocatable"
+    );
     // Its own pods' cgroups come and go; the foreign one stays through sweeps.
     node.kill_agent();
     node.set_config("containerGC", json!({"period": "1s"}));

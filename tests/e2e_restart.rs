@@ -106,6 +106,78 @@ fn agent_restart_adopts_pods_and_removes_orphans() {
     assert_one_ready_sandbox_each(&n, &["keep", "keep-host"]);
 }
 
+/// Agents beside each other on one runtime: another tinylet's pod (its own state
+/// directory) and a kubelet's pod (kubelet's labels, no tinylet mark) survive this
+/// agent's orphan removal and its relists, while its own orphan, and an orphan an older
+/// tinylet made (no mark, tinylet's sandbox annotation), are removed.
+#[test]
+fn another_agents_pods_on_the_runtime_are_left_alone() {
+    let c = Containerd::start();
+    let other = Node::new(&c, "other-agent");
+    other.start_agent();
+    other.apply(&pod(
+        "theirs",
+        json!({"containers": [sh("app", other.image(), "exec sleep 3600")]}),
+    ));
+    other.wait_running("theirs", START);
+    let theirs = other.uid("theirs");
+    other.kill_agent(); // its pod keeps running, as after a crash
+    let n = Node::new(&c, "beside");
+    let cri = n.cri();
+    let kubelet = cri.run_as_another_client("kubelet-pod-uid", n.image(), BTreeMap::new());
+    let old_tinylet = cri.run_as_another_client(
+        "old-tinylet-orphan-uid",
+        n.image(),
+        [("tinylet.io/sandbox-hash".to_string(), "0".to_string())].into(),
+    );
+    n.serve_status();
+    n.start_agent();
+    n.apply(&pod(
+        "mine",
+        json!({"containers": [sh("app", n.image(), "exec sleep 3600")]}),
+    ));
+    n.wait_running("mine", START);
+    let mine = n.uid("mine");
+    n.kill_agent();
+    n.delete_pod("mine");
+    n.start_agent();
+    wait_for("this agent's orphans removed", START, || {
+        [mine.as_str(), "old-tinylet-orphan-uid"]
+            .iter()
+            .all(|uid| cri.sandboxes(uid).is_empty() && cri.containers(uid).is_empty())
+            .then_some(())
+    });
+    assert!(!cri.all_sandboxes().iter().any(|s| s.id == old_tinylet.0));
+    n.wait_relists(3);
+    for (who, uid) in [
+        ("the other tinylet's", theirs.as_str()),
+        ("kubelet's", "kubelet-pod-uid"),
+    ] {
+        let sandboxes = cri.sandboxes(uid);
+        assert!(
+            sandboxes.len() == 1 && sandboxes.iter().all(sandbox_ready),
+            "{who} sandbox: {sandboxes:?}"
+        );
+        let containers = cri.containers(uid);
+        assert!(
+            containers.len() == 1 && containers.iter().all(container_running),
+            "{who} container: {containers:?}"
+        );
+    }
+    assert_eq!(cri.containers("kubelet-pod-uid")[0].id, kubelet.1);
+    // This agent's own objects carry its mark; the other agent's carry another.
+    let mark = |uid: &str| {
+        cri.sandboxes(uid)[0]
+            .labels
+            .get("tinylet.io/agent")
+            .cloned()
+    };
+    assert_eq!(
+        mark(&theirs).as_deref(),
+        Some(other.dir.join("state").to_str().unwrap())
+    );
+}
+
 #[test]
 fn containerd_restart_recovers_without_duplicates() {
     let c = Containerd::start();

@@ -12,7 +12,7 @@ use tinylet::config::Config;
 use tinylet::cri::{pb, CriClient};
 use tinylet::gc::image::ImageGc;
 use tinylet::gc::logs::LogRotator;
-use tinylet::kuberuntime::{labels, termination};
+use tinylet::kuberuntime::{agent_mark, labels, termination};
 use tinylet::logs::{files, read};
 use tinylet::rt::block_on;
 
@@ -52,7 +52,8 @@ fn our_labels(
     l
 }
 
-/// A host-network sandbox config for pod `ns/name` with `uid`; `ours` adds our labels.
+/// A host-network sandbox config for pod `ns/name` with `uid`, with kubelet's pod
+/// labels; `ours` adds this agent's mark.
 fn sandbox_config(
     cfg: &Config,
     ns: &str,
@@ -73,10 +74,13 @@ fn sandbox_config(
             .join(format!("{ns}_{name}_{uid}"))
             .display()
             .to_string(),
-        labels: if ours {
-            our_labels(uid, ns, name, None)
-        } else {
-            BTreeMap::new()
+        // Another agent's (a kubelet's) sandbox has the same pod labels, not our mark.
+        labels: {
+            let mut l = our_labels(uid, ns, name, None);
+            if ours {
+                l.insert(agent_mark::AGENT.into(), agent_mark::mark(&cfg.state_dir));
+            }
+            l
         },
         linux: Some(pb::LinuxPodSandboxConfig {
             security_context: Some(pb::LinuxSandboxSecurityContext {
@@ -135,11 +139,8 @@ async fn run_container(
         }),
         command: cmd.iter().map(|s| s.to_string()).collect(),
         log_path: format!("{name}/{attempt}.log"),
-        labels: if ours {
-            our_labels(&meta.uid, &meta.namespace, &meta.name, Some(name))
-        } else {
-            BTreeMap::new()
-        },
+        // Unmarked: a container is the agent's when its sandbox is.
+        labels: our_labels(&meta.uid, &meta.namespace, &meta.name, Some(name)),
         ..Default::default()
     };
     let id = cri
@@ -405,7 +406,8 @@ fn container_gc_keeps_the_newest_dead_and_cleans_deleted_pods() {
             wait_exited(&cri, &id).await;
             ids.push(id);
         }
-        // A foreign sandbox and container (no labels of ours) that must never be touched.
+        // A foreign sandbox and container (another agent's: kubelet's labels, a pod uid
+        // not desired here, not our mark) that must never be touched.
         let mut f_cfg = sandbox_config(&cfg, "default", "foreign", "uid-foreign", false);
         f_cfg.log_directory = c.dir().join("foreign-logs").display().to_string();
         let f_sb = cri
@@ -585,7 +587,7 @@ fn log_rotation_bounds_files_and_loses_no_lines() {
         )
         .await;
         let dir: PathBuf = cfg.pod_logs_dir.join("default_chatty_uid-logrot/writer");
-        let mut rot = LogRotator::new(64 << 10, MAX_FILES);
+        let mut rot = LogRotator::new(64 << 10, MAX_FILES, agent_mark::mark(&cfg.state_dir));
         let (mut rotations, mut max_seen) = (0, 0);
         let deadline = Instant::now() + Duration::from_secs(120);
         loop {

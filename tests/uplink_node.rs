@@ -572,12 +572,17 @@ fn one_renewal_and_one_status_report_cost_little_on_the_wire() {
         ClientOptions::default(),
     )
     .unwrap();
+    const FOUR_CPUS: tinylet::model::NodeResources = tinylet::model::NodeResources {
+        cpu_milli: 4000,
+        memory: 2 << 30,
+        pids: 4 << 20,
+        ephemeral_storage: 7 << 30,
+    };
     let m = Machine {
         hostname: name.into(),
         host_ip: "192.0.2.15".into(),
-        cpus: 4,
-        memory: 2 << 30,
-        ephemeral_storage: Some(7 << 30),
+        capacity: FOUR_CPUS,
+        allocatable: FOUR_CPUS,
         max_pods: 110,
         machine_id: first_line("/etc/machine-id"),
         boot_id: first_line("/proc/sys/kernel/random/boot_id"),
@@ -668,6 +673,7 @@ fn steady_state_bytes_per_hour() {
         events: Default::default(),
         services: Default::default(),
         claims: Default::default(),
+        verdicts: Default::default(),
         cfg,
     });
     let up = tinylet::uplink::agent::new(&ctx).unwrap().unwrap();

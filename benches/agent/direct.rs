@@ -34,6 +34,9 @@ impl Objects for NoObjects {
 const DIRECT_UID: &str = "bench.tinylet.io/direct-uid";
 
 /// Moves the pod-uid label of `labels` to [`DIRECT_UID`].
+/// The agent mark of the pods started here: no agent's (no state directory has it).
+const DIRECT_MARK: &str = "bench-direct";
+
 fn relabel(labels: &mut BTreeMap<String, String>) {
     if let Some(uid) = labels.remove(labels::POD_UID) {
         labels.insert(DIRECT_UID.to_string(), uid);
@@ -57,7 +60,7 @@ pub async fn start_pod(
     let t0 = Instant::now();
     let logs = dir.join("logs");
     std::fs::create_dir_all(log_directory(&logs, &pod)).map_err(|e| e.to_string())?;
-    let mut sb_cfg = sandbox_config(&pod, 0, &logs, resolv);
+    let mut sb_cfg = sandbox_config(&pod, 0, &logs, resolv, DIRECT_MARK);
     relabel(&mut sb_cfg.labels);
     let sb = cri
         .runtime
@@ -89,6 +92,7 @@ pub async fn start_pod(
             default_runtime: true,
             profile_root: Path::new("/var/lib/kubelet/seccomp"),
         },
+        agent_mark: DIRECT_MARK,
     };
     let mut cfg = container_config(&pod, c, 0, &image.id, &cctx).map_err(|e| e.to_string())?;
     relabel(&mut cfg.labels);

@@ -68,6 +68,9 @@ pub fn plan(
 /// Leaves what a refusal of `pod` must: its status Failed with the reason (unless it
 /// says so already), an event, a warning.
 pub fn refused(ctx: &Context, pod: &Pod, r: &Refusal) {
+    // Nothing is fetched for a refused pod (its secrets, tokens, claims).
+    #[cfg(feature = "uplink")]
+    ctx.verdicts.set(&pod.metadata.uid, false);
     let (ns, name) = (&pod.metadata.namespace, &pod.metadata.name);
     let mut store = ctx.store.borrow_mut();
     let before = store.read_status(ns, name);

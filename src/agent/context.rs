@@ -44,6 +44,9 @@ pub struct Context {
     /// The cluster pods' PersistentVolumeClaims, resolved (filled by the uplink).
     #[cfg(feature = "uplink")]
     pub claims: super::claims::Claims,
+    /// The node's admission verdicts: the uplink fetches for admitted pods only.
+    #[cfg(feature = "uplink")]
+    pub verdicts: super::verdicts::Verdicts,
 }
 
 impl Context {
@@ -81,7 +84,7 @@ impl Objects for Context {
     ) -> Result<Vec<u8>, crate::kuberuntime::env::NoToken> {
         self.tokens.lookup(pod, source)
     }
-    fn node_allocatable(&self) -> crate::kuberuntime::env::NodeAllocatable {
+    fn node_allocatable(&self) -> crate::model::NodeResources {
         self.host.allocatable
     }
     #[cfg(feature = "uplink")]

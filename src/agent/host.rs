@@ -4,8 +4,8 @@
 
 use crate::config::Config;
 use crate::kuberuntime::dns::{parse_resolv_conf, ResolvConf};
-use crate::kuberuntime::env::NodeAllocatable;
 use crate::kuberuntime::resources::mem_capacity;
+use crate::node::NodeResources;
 use crate::store::bounded;
 
 /// The most of the host's resolv.conf read: real ones are a few hundred bytes, and
@@ -23,11 +23,11 @@ pub struct HostFacts {
     pub resolv: ResolvConf,
     /// Memory capacity in bytes (for limits.memory defaults in the downward API).
     pub mem_capacity: i64,
-    /// CPU, memory and pid capacity (node allocatable is this less the reservations).
-    pub capacity: crate::node::Resources,
-    /// CPU, memory and storage allocatable as the Node reports them: what pods read
-    /// for a limit they do not set (downward API).
-    pub allocatable: NodeAllocatable,
+    /// CPU, memory, pid and pods' filesystem capacity.
+    pub capacity: NodeResources,
+    /// The node's allocatable as the Node reports it: what admission fits pods in and
+    /// pods read for a limit they do not set (downward API).
+    pub allocatable: NodeResources,
 }
 
 impl HostFacts {
@@ -54,31 +54,15 @@ impl HostFacts {
             check_node_ip(&cfg.node_ip, &fib, &v6)?
         };
         let mem_capacity = mem_capacity();
-        let capacity = crate::node::Resources::capacity(mem_capacity);
+        let capacity = NodeResources::capacity(mem_capacity, cfg);
         Ok(HostFacts {
-            allocatable: allocatable(cfg, &capacity),
+            allocatable: capacity.allocatable(cfg),
             capacity,
             node_name,
             host_ip,
             resolv: parse_resolv_conf(&resolv_text),
             mem_capacity,
         })
-    }
-}
-
-/// Capacity less the reservations (and, for memory, the hard eviction threshold), as
-/// the uplink reports the Node's allocatable; storage: the size of the pods' filesystem.
-fn allocatable(cfg: &Config, capacity: &crate::node::Resources) -> NodeAllocatable {
-    let storage = rustix::fs::statvfs(&cfg.pods_dir)
-        .or_else(|_| rustix::fs::statvfs(&cfg.state_dir))
-        .map_or(0, |s| s.f_blocks.saturating_mul(s.f_frsize));
-    NodeAllocatable {
-        cpu_milli: capacity.allocatable(cfg).cpu_milli,
-        memory: capacity
-            .memory
-            .saturating_sub(crate::node::reserved_memory(cfg, capacity.memory))
-            .max(0),
-        ephemeral_storage: i64::try_from(storage).unwrap_or(i64::MAX),
     }
 }
 

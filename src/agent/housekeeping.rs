@@ -68,6 +68,7 @@ impl Housekeeping {
             rotator: Slot::Idle(LogRotator::new(
                 cfg.container_log_max_size,
                 cfg.container_log_max_files,
+                crate::kuberuntime::agent_mark::mark(&cfg.state_dir),
             )),
             container_gc: None,
             size_limits: SizeLimits::default(),

@@ -28,4 +28,6 @@ pub mod silent_registries;
 pub mod sync_loop;
 #[cfg(feature = "uplink")]
 pub mod tokens;
+#[cfg(feature = "uplink")]
+pub mod verdicts;
 pub mod worker;

@@ -9,9 +9,9 @@
 
 use super::context::Context;
 use crate::cri::{pb, CriError};
-use crate::kuberuntime::labels;
 use crate::kuberuntime::observed::{ObservedContainer, ObservedPod, ObservedSandbox, State};
 use crate::kuberuntime::termination;
+use crate::kuberuntime::{agent_mark, labels};
 use std::collections::BTreeMap;
 
 fn uid_selector(uid: &str) -> BTreeMap<String, String> {
@@ -28,7 +28,11 @@ pub async fn observe(ctx: &Context, uid: &str) -> Result<ObservedPod, CriError> 
         label_selector: uid_selector(uid),
         ..Default::default()
     };
-    let listed = rt.list_pod_sandbox(Some(sb_filter)).await?;
+    let mut listed = rt.list_pod_sandbox(Some(sb_filter)).await?;
+    // A pod of the same uid another agent runs on this runtime (a firmware pod's
+    // derived uid is the same everywhere) is not this pod.
+    let mark = agent_mark::mark(&ctx.cfg.state_dir);
+    listed.retain(|s| agent_mark::owns_sandbox(&mark, &s.labels, &s.annotations));
     // The newest (the first listed of equals) is the one whose IP is the pod's. Not
     // sorted here: [`ObservedPod::new`] sorts them all, and each sort is code to carry.
     let newest = listed
@@ -66,6 +70,10 @@ pub async fn observe(ctx: &Context, uid: &str) -> Result<ObservedPod, CriError> 
     };
     let mut containers = Vec::new();
     for c in rt.list_containers(Some(c_filter)).await? {
+        let in_ours = listed.iter().any(|s| s.id == c.pod_sandbox_id);
+        if !agent_mark::owns_container(&mark, &c.labels, in_ours) {
+            continue;
+        }
         match rt.container_status(&c.id).await {
             Ok(st) => {
                 let mut o = ObservedContainer::from(&st);

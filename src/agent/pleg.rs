@@ -188,7 +188,9 @@ impl std::error::Error for BadItem {
     }
 }
 
-/// Builds a snapshot from the two list answers. Objects without our UID label are skipped.
+/// Builds a snapshot from the two list answers, which the caller has cut to this agent's
+/// objects ([`crate::kuberuntime::agent_mark::retain_ours`]). Objects without the pod
+/// UID label are skipped.
 pub fn snapshot(sandboxes: &[pb::PodSandbox], containers: &[pb::Container]) -> Snapshot {
     let mut snap = Snapshot::new();
     for s in sandboxes {

@@ -29,6 +29,7 @@ use super::reconcile::{self, Action};
 use super::worker::{self, Msg};
 use super::{kill, observe};
 use crate::cri::{pb, CriError};
+use crate::kuberuntime::agent_mark;
 use crate::model::Pod;
 use crate::node::admit::Refusal;
 use crate::store::DamagedPod;
@@ -461,10 +462,13 @@ impl SyncLoop {
         if self.last.is_some() && self.last_fingerprint == fp {
             return Ok(None);
         }
-        let sandboxes =
+        let mut sandboxes =
             pleg::decode::<pb::PodSandbox>(&s).map_err(|e| RelistError::Decode("sandboxes", e))?;
-        let containers =
+        let mut containers =
             pleg::decode::<pb::Container>(&c).map_err(|e| RelistError::Decode("containers", e))?;
+        // Another agent's pods on the same runtime are neither adopted nor orphans here.
+        let mark = agent_mark::mark(&self.ctx.cfg.state_dir);
+        agent_mark::retain_ours(&mark, &mut sandboxes, &mut containers);
         Ok(Some((fp, pleg::snapshot(&sandboxes, &containers))))
     }
 

@@ -48,7 +48,7 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
             .map_err(|e| CliError::failed(format!("state directory: {e}")))?;
         log::info!(
             "apiServer.cacheSecrets is false: the cluster's secrets are held in memory only \
-             ({removed} cached before removed)"
+             ({removed} files cached before or quarantined removed)"
         );
     }
     let cri = CriClient::from_config(&cfg)
@@ -91,6 +91,8 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
         services: Default::default(),
         #[cfg(feature = "uplink")]
         claims: Default::default(),
+        #[cfg(feature = "uplink")]
+        verdicts: Default::default(),
     });
     #[cfg(feature = "uplink")]
     let uplink = crate::uplink::agent::new(&ctx)

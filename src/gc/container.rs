@@ -45,8 +45,11 @@ pub async fn pass(
     let now_ns = now
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
-    let containers = rt.list_containers(None).await?;
-    let sandboxes = rt.list_pod_sandbox(None).await?;
+    let mut containers = rt.list_containers(None).await?;
+    let mut sandboxes = rt.list_pod_sandbox(None).await?;
+    // Another agent's dead containers and sandboxes are its to collect.
+    let mark = crate::kuberuntime::agent_mark::mark(&cfg.state_dir);
+    crate::kuberuntime::agent_mark::retain_ours(&mark, &mut sandboxes, &mut containers);
     let mut report = ContainerGcReport::default();
 
     let victims = container_policy::containers_to_remove(

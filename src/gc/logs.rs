@@ -1,6 +1,7 @@
 //! Container log rotation, as kubelet's container log manager does it.
 //!
-//! For each running container of ours whose live CRI log (`.../N.log`) has reached
+//! For each running container of ours ([`crate::kuberuntime::agent_mark`]: another
+//! agent's on the same runtime rotates its own) whose live CRI log (`.../N.log`) has reached
 //! `containerLogMaxSize`: remove the oldest rotated files so that at most
 //! `containerLogMaxFiles - 2` remain, rename the live file to `N.log.<YYYYMMDD-HHMMSS>`
 //! (UTC), then ask the runtime to reopen the log (ReopenContainerLog), which makes it
@@ -17,8 +18,8 @@
 
 use super::error::GcError;
 use crate::cri::{pb, CriError, RuntimeClient};
-use crate::kuberuntime::labels;
-use std::collections::HashMap;
+use crate::kuberuntime::{agent_mark, labels};
+use std::collections::{HashMap, HashSet};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -100,15 +101,19 @@ pub struct RotationReport {
 pub struct LogRotator {
     max_size: u64,
     max_files: u32,
+    /// The agent's mark: whose containers are rotated.
+    mark: String,
     log_paths: HashMap<String, PathBuf>,
 }
 
 impl LogRotator {
-    /// A rotator keeping logs under `max_size` bytes and `max_files` files per container.
-    pub fn new(max_size: u64, max_files: u32) -> Self {
+    /// A rotator keeping logs under `max_size` bytes and `max_files` files per container,
+    /// of the containers of the agent with `mark`.
+    pub fn new(max_size: u64, max_files: u32, mark: String) -> Self {
         LogRotator {
             max_size,
             max_files,
+            mark,
             log_paths: HashMap::new(),
         }
     }
@@ -122,14 +127,26 @@ impl LogRotator {
             }),
             ..Default::default()
         };
-        let running = rt.list_containers(Some(filter)).await?;
+        let mut running = rt.list_containers(Some(filter)).await?;
+        running.retain(|c| c.labels.contains_key(labels::POD_UID));
+        // A container without a mark is ours when its sandbox is: only then (an older
+        // tinylet's, or a kubelet's) are the sandboxes listed too.
+        let mut ours = HashSet::new();
+        if running
+            .iter()
+            .any(|c| !c.labels.contains_key(agent_mark::AGENT))
+        {
+            let mut sandboxes = rt.list_pod_sandbox(None).await?;
+            sandboxes.retain(|s| agent_mark::owns_sandbox(&self.mark, &s.labels, &s.annotations));
+            ours.extend(sandboxes.into_iter().map(|s| s.id));
+        }
+        running.retain(|c| {
+            agent_mark::owns_container(&self.mark, &c.labels, ours.contains(&c.pod_sandbox_id))
+        });
         let mut report = RotationReport::default();
         self.log_paths
             .retain(|id, _| running.iter().any(|c| &c.id == id));
-        for c in running
-            .iter()
-            .filter(|c| c.labels.contains_key(labels::POD_UID))
-        {
+        for c in &running {
             if let Err(e) = self.rotate_one(rt, &c.id, &mut report).await {
                 log::warn!("log rotation of container {}: {e}", c.id);
                 report.failed.push((c.id.clone(), e.to_string()));

@@ -29,6 +29,8 @@ pub struct ContainerContext<'a> {
     pub cluster_domain: &'a str,
     /// The seccomp profile of containers that choose none, and where Localhost ones are.
     pub seccomp: SeccompPolicy<'a>,
+    /// The mark of the agent making the container ([`super::agent_mark`]).
+    pub agent_mark: &'a str,
 }
 
 /// `NAME/RESTART.log`, relative to the sandbox's log directory.
@@ -37,14 +39,16 @@ pub fn log_path(name: &str, restart_count: u32) -> String {
 }
 
 /// Labels of a container: the pod's identity and the container's name (kubelet puts
-/// only these on containers; the pod's own labels live on the sandbox).
-pub fn container_labels(pod: &Pod, c: &Container) -> BTreeMap<String, String> {
+/// only these on containers; the pod's own labels live on the sandbox), and the mark of
+/// the agent that makes it.
+pub fn container_labels(pod: &Pod, c: &Container, mark: &str) -> BTreeMap<String, String> {
     let m = &pod.metadata;
     string_map([
         (labels::POD_NAME, m.name.clone()),
         (labels::POD_NAMESPACE, m.namespace.clone()),
         (labels::POD_UID, m.uid.clone()),
         (labels::CONTAINER_NAME, c.name.clone()),
+        (super::agent_mark::AGENT, mark.to_string()),
     ])
 }
 
@@ -117,7 +121,7 @@ pub fn container_config(
             .map(|(key, value)| pb::KeyValue { key, value })
             .collect(),
         mounts,
-        labels: container_labels(pod, c),
+        labels: container_labels(pod, c, ctx.agent_mark),
         annotations: container_annotations(pod, c, restart_count),
         log_path: log_path(&c.name, restart_count),
         stdin: c.stdin,
@@ -250,6 +254,7 @@ mod tests {
                 default_runtime: true,
                 profile_root: Path::new("/var/lib/kubelet/seccomp"),
             },
+            agent_mark: "/var/lib/tinylet",
         };
         let cfg = container_config(&p, &c, 3, "sha256:abc", &ctx).unwrap();
         assert_eq!(
@@ -265,6 +270,10 @@ mod tests {
         assert_eq!(cfg.log_path, "app/3.log");
         assert_eq!(cfg.labels[labels::CONTAINER_NAME], "app");
         assert_eq!(cfg.labels[labels::POD_UID], "u1");
+        assert_eq!(
+            cfg.labels[super::super::agent_mark::AGENT],
+            "/var/lib/tinylet"
+        );
         assert_eq!(
             cfg.annotations[labels::CONTAINER_HASH],
             hash::container_hash(&c)

@@ -10,9 +10,9 @@
 //! re-applying the pod reaches the container's files without a restart.
 
 use super::atomic_writer::FileProjection;
-use super::env::NodeAllocatable;
 use super::SyncError;
 use crate::model::projected::DownwardApiVolumeFile;
+use crate::model::NodeResources;
 use crate::model::Pod;
 use std::collections::BTreeMap;
 use std::fmt::{self, Write};
@@ -23,7 +23,7 @@ pub fn files(
     pod: &Pod,
     items: &[DownwardApiVolumeFile],
     default_mode: u32,
-    alloc: &NodeAllocatable,
+    alloc: &NodeResources,
 ) -> Result<Vec<FileProjection>, ItemError> {
     items
         .iter()
@@ -45,7 +45,7 @@ pub fn files(
 fn value(
     pod: &Pod,
     it: &DownwardApiVolumeFile,
-    alloc: &NodeAllocatable,
+    alloc: &NodeResources,
 ) -> Result<String, ValueError> {
     if let Some(f) = &it.field_ref {
         return field(pod, &f.field_path);
@@ -189,9 +189,10 @@ mod tests {
     use crate::model::{Container, Quantity};
 
     /// A node that reports no allocatable resources.
-    const NONE: NodeAllocatable = NodeAllocatable {
+    const NONE: NodeResources = NodeResources {
         cpu_milli: 0,
         memory: 0,
+        pids: 0,
         ephemeral_storage: 0,
     };
 
@@ -292,9 +293,10 @@ mod tests {
         assert_eq!(text(&files, "unset"), "0");
         assert!(files.iter().all(|f| f.mode == 0o400));
         // A limit the container does not set reads as the node's allocatable.
-        let node = NodeAllocatable {
+        let node = NodeResources {
             cpu_milli: 2000,
             memory: 3 << 30,
+            pids: 0,
             ephemeral_storage: 0,
         };
         let files = super::files(&pod(), &items[3..4], 0o644, &node).unwrap();

@@ -9,7 +9,7 @@ use super::service_env::{self, ServiceEntry};
 use super::SyncError;
 use crate::model::container::{EnvVar, ResourceFieldSelector};
 use crate::model::projected::ServiceAccountTokenProjection;
-use crate::model::{ConfigMap, Container, Pod, Reason, Secret};
+use crate::model::{ConfigMap, Container, NodeResources, Pod, Reason, Secret};
 
 /// Lookups of the objects a pod refers to (implemented by the store): `name` in the
 /// pod's namespace, from the pod's own source (a cluster pod sees only the cluster's
@@ -33,8 +33,8 @@ pub trait Objects {
 
     /// The node's allocatable resources: what a `resourceFieldRef` to a limit the
     /// container does not set reads. This default (nothing) is for tests.
-    fn node_allocatable(&self) -> NodeAllocatable {
-        NodeAllocatable::default()
+    fn node_allocatable(&self) -> NodeResources {
+        NodeResources::default()
     }
 
     /// The directory on this node of the PersistentVolume bound to `pod`'s claim
@@ -72,18 +72,6 @@ pub struct BoundVolume {
     /// node's labels before the volume is used).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node_affinity: Option<crate::model::affinity::NodeSelector>,
-}
-
-/// What the node hands out to pods (its allocatable, as the Node reports it), in the
-/// units of [`crate::model::Quantity::nanos`]'s base: millicores and bytes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct NodeAllocatable {
-    /// CPU in millicores.
-    pub cpu_milli: i64,
-    /// Memory in bytes.
-    pub memory: i64,
-    /// The pods' filesystem in bytes.
-    pub ephemeral_storage: i64,
 }
 
 /// Why a projected `serviceAccountToken` source has no token to show. In each case a
@@ -242,7 +230,7 @@ fn field_value(pod: &Pod, facts: &PodFacts, path: &str) -> Result<String, SyncEr
 pub(super) fn resource_value(
     c: &Container,
     r: &ResourceFieldSelector,
-    alloc: &NodeAllocatable,
+    alloc: &NodeResources,
 ) -> Result<String, SyncError> {
     let (limits, name) = match r.resource.split_once('.') {
         Some(("limits", n)) => (true, n),
@@ -275,7 +263,7 @@ pub(super) fn resource_value(
 }
 
 /// The node's allocatable `resource` in nanos of its unit (cores, bytes).
-fn allocatable_nanos(alloc: &NodeAllocatable, resource: &str) -> i128 {
+fn allocatable_nanos(alloc: &NodeResources, resource: &str) -> i128 {
     const NANO: i128 = 1_000_000_000;
     match resource {
         "cpu" => i128::from(alloc.cpu_milli) * 1_000_000,

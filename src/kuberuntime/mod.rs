@@ -1,4 +1,5 @@
 //! kubelet's kuberuntime, reduced: pods to CRI sandbox/container configs, status back.
+pub mod agent_mark;
 pub mod dns;
 pub mod downward_api;
 pub mod env;

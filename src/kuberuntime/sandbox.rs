@@ -55,12 +55,14 @@ pub fn pod_labels(pod: &Pod) -> BTreeMap<String, String> {
     l
 }
 
-/// The sandbox config for `pod`'s `attempt`-th sandbox.
+/// The sandbox config for `pod`'s `attempt`-th sandbox, made by the agent with `mark`
+/// ([`super::agent_mark`]).
 pub fn sandbox_config(
     pod: &Pod,
     attempt: u32,
     pod_logs_dir: &Path,
     host_dns: &ResolvConf,
+    mark: &str,
 ) -> pb::PodSandboxConfig {
     let m = &pod.metadata;
     let mut annotations = m.annotations.clone();
@@ -70,6 +72,8 @@ pub fn sandbox_config(
         labels::KUBERNETES_CONTAINER_TYPE.into(),
         "podsandbox".into(),
     );
+    // After the pod's own labels: a pod cannot claim another agent's mark.
+    sandbox_labels.insert(super::agent_mark::AGENT.into(), mark.into());
     pb::PodSandboxConfig {
         metadata: Some(pb::PodSandboxMetadata {
             name: m.name.clone(),
@@ -211,6 +215,7 @@ mod tests {
             2,
             Path::new("/var/log/pods"),
             &ResolvConf::default(),
+            "/var/lib/tinylet",
         );
         let m = c.metadata.unwrap();
         assert_eq!(
@@ -226,6 +231,10 @@ mod tests {
         assert_eq!(c.log_directory, "/var/log/pods/edge_web_u-1");
         assert_eq!(c.labels["app"], "web");
         assert_eq!(c.labels[labels::POD_UID], "u-1");
+        assert_eq!(
+            c.labels[super::super::agent_mark::AGENT],
+            "/var/lib/tinylet"
+        );
         assert_eq!(
             c.annotations[labels::SANDBOX_HASH],
             hash::sandbox_hash(&pod())
@@ -255,7 +264,7 @@ mod tests {
             privileged: Some(true),
             ..Default::default()
         });
-        let c = sandbox_config(&p, 0, Path::new("/l"), &ResolvConf::default());
+        let c = sandbox_config(&p, 0, Path::new("/l"), &ResolvConf::default(), "/s");
         assert_eq!(c.hostname, "");
         let sc = c.linux.unwrap().security_context.unwrap();
         let ns = sc.namespace_options.unwrap();

@@ -1,39 +1,49 @@
-//! The node's capacity (CPUs, memory, process ids) and its allocatable: capacity less
-//! `systemReserved` and `kubeReserved`, what the pods together may use (kubelet's
-//! node allocatable). Read once at start.
+//! The node's capacity (CPUs, memory, process ids, the pods' filesystem) and its
+//! allocatable: capacity less `systemReserved` and `kubeReserved`, what the pods together
+//! may use (kubelet's node allocatable). Read once at start.
 
 use crate::config::{reserved, Config};
+pub use crate::model::NodeResources;
+use std::path::Path;
 
-/// Amounts of the three resources the node hands out.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Resources {
-    /// CPU in millis.
-    pub cpu_milli: i64,
-    /// Memory in bytes.
-    pub memory: i64,
-    /// Process ids (tasks).
-    pub pids: i64,
-}
-
-impl Resources {
-    /// This machine's capacity; `memory` from /proc/meminfo, given by the caller.
-    pub fn capacity(memory: i64) -> Resources {
+impl NodeResources {
+    /// This machine's capacity; `memory` from /proc/meminfo, given by the caller, and
+    /// the size of the filesystem holding pod volumes (`podsDir`, else `stateDir`).
+    pub fn capacity(memory: i64, cfg: &Config) -> NodeResources {
         let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
-        let cpus = online_cpus(&online).max(1);
-        Resources {
-            cpu_milli: cpus * 1000,
+        NodeResources {
+            cpu_milli: i64::from(online_cpus(&online).unwrap_or(1)) * 1000,
             memory,
             pids: pid_capacity(),
+            ephemeral_storage: [&cfg.pods_dir, &cfg.state_dir]
+                .into_iter()
+                .find_map(|d| filesystem_size(d))
+                .map_or(0, |n| i64::try_from(n).unwrap_or(i64::MAX)),
         }
     }
 
-    /// `self` less the config's reservations, never below zero.
-    pub fn allocatable(&self, cfg: &Config) -> Resources {
+    /// `self` less the config's reservations, never below zero: what the pods' parent
+    /// cgroup is limited to (kubelet leaves the eviction threshold out of it).
+    pub fn less_reserved(&self, cfg: &Config) -> NodeResources {
         let less = |have: i64, r: &str| have.saturating_sub(reserved(cfg, r)).max(0);
-        Resources {
+        NodeResources {
             cpu_milli: less(self.cpu_milli, "cpu"),
             memory: less(self.memory, "memory"),
             pids: less(self.pids, "pid"),
+            ephemeral_storage: self.ephemeral_storage,
+        }
+    }
+
+    /// The node's allocatable as the Node reports it, what admission fits pods in and
+    /// what the downward API shows for a limit not set: [`NodeResources::less_reserved`],
+    /// memory also less the hard eviction threshold (kubelet's rule).
+    pub fn allocatable(&self, cfg: &Config) -> NodeResources {
+        NodeResources {
+            memory: self
+                .memory
+                .saturating_sub(reserved_memory(cfg, self.memory))
+                .max(0),
+            ..self.less_reserved(cfg)
         }
     }
 }
@@ -86,7 +96,10 @@ impl std::error::Error for OverReserved {}
 /// kubelet's start check of the reservations: an error when they exceed the
 /// capacity; a warning (to log) when they leave the pods less than
 /// [`POD_MEMORY_FLOOR`].
-pub fn check_reservations(cfg: &Config, cap: &Resources) -> Result<Option<String>, OverReserved> {
+pub fn check_reservations(
+    cfg: &Config,
+    cap: &NodeResources,
+) -> Result<Option<String>, OverReserved> {
     let memory = reserved_memory(cfg, cap.memory);
     for (resource, reserved, capacity) in [
         ("cpu", reserved(cfg, "cpu"), cap.cpu_milli),
@@ -116,16 +129,25 @@ pub fn check_reservations(cfg: &Config, cap: &Resources) -> Result<Option<String
     }))
 }
 
-/// The CPUs in a kernel CPU list (`0-3,6`). Read by hand: std's
-/// `available_parallelism` brings a cgroup quota parser of its own, kilobytes of flash.
-fn online_cpus(list: &str) -> i64 {
-    list.trim()
-        .split(',')
-        .filter_map(|r| match r.split_once('-') {
-            Some((a, b)) => Some(b.parse::<i64>().ok()? - a.parse::<i64>().ok()? + 1),
-            None => r.parse::<i64>().ok().map(|_| 1),
-        })
-        .sum()
+/// The number of CPUs in a kernel CPU list (`0-3,6`); `None` for a list that is empty
+/// or not one. The one CPU count of the agent (the Node's capacity, fit, cgroups): the
+/// machine's online CPUs as kubelet counts them, not std's `available_parallelism`,
+/// which follows the agent's own affinity and CPU quota (and brings a cgroup parser of
+/// its own, kilobytes of flash).
+pub fn online_cpus(list: &str) -> Option<u32> {
+    let mut n = 0u32;
+    for part in list.trim().split(',').filter(|p| !p.is_empty()) {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        let (a, b): (u32, u32) = (a.parse().ok()?, b.parse().ok()?);
+        n = n.checked_add(b.checked_sub(a)?.checked_add(1)?)?;
+    }
+    (n > 0).then_some(n)
+}
+
+/// Total size of the filesystem holding `dir` (blocks times fragment size), when known.
+fn filesystem_size(dir: &Path) -> Option<u64> {
+    let st = rustix::fs::statvfs(dir).ok()?;
+    st.f_blocks.checked_mul(st.f_frsize).filter(|&n| n > 0)
 }
 
 /// The most tasks the kernel allows: the smaller of `kernel.pid_max` and
@@ -156,29 +178,76 @@ mod tests {
                 "kubeReserved":{"memory":"16Mi"}}"#,
         )
         .unwrap();
-        let cap = Resources {
+        let cap = NodeResources {
             cpu_milli: 2000,
             memory: 256 << 20,
             pids: 1500,
+            ephemeral_storage: 1 << 30,
         };
-        let a = cap.allocatable(&cfg);
+        let a = cap.less_reserved(&cfg);
         assert_eq!((a.cpu_milli, a.memory, a.pids), (1800, 192 << 20, 500));
-        let small = Resources {
+        assert_eq!(a.ephemeral_storage, 1 << 30);
+        let small = NodeResources {
             memory: 32 << 20,
             ..cap
         };
-        assert_eq!(small.allocatable(&cfg).memory, 0);
-        assert!(Resources::capacity(1).pids > 0);
-        assert_eq!(online_cpus("0-3,6\n"), 5);
-        assert_eq!(online_cpus("0"), 1);
+        assert_eq!(small.less_reserved(&cfg).memory, 0);
+        let mut at_root = cfg.clone();
+        at_root.pods_dir = "/".into();
+        let here = NodeResources::capacity(1, &at_root);
+        assert!(here.pids > 0 && here.cpu_milli >= 1000, "{here:?}");
+        assert!(here.ephemeral_storage > 0, "the size of /: {here:?}");
+    }
+
+    #[test]
+    fn allocatable_leaves_out_the_hard_eviction_threshold_too() {
+        let cfg = Config::parse(
+            r#"{"systemReserved":{"memory":"48Mi","cpu":"200m"},
+                "evictionHard":{"memory.available":"16Mi"}}"#,
+        )
+        .unwrap();
+        let cap = NodeResources {
+            cpu_milli: 2000,
+            memory: 256 << 20,
+            pids: 1500,
+            ephemeral_storage: 7,
+        };
+        let a = cap.allocatable(&cfg);
+        assert_eq!((a.cpu_milli, a.memory, a.pids), (1800, 192 << 20, 1500));
+        assert_eq!(a.ephemeral_storage, 7);
+        let tiny = NodeResources {
+            memory: 60 << 20,
+            ..cap
+        };
+        assert_eq!(tiny.allocatable(&cfg).memory, 0, "never below zero");
+    }
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(online_cpus("0-3,6\n"), Some(5));
+        assert_eq!(online_cpus("0-1\n"), Some(2));
+        assert_eq!(online_cpus("0"), Some(1));
+        assert_eq!(online_cpus("0-3,6,8-9"), Some(7));
+        // Not a CPU list: no count (the caller says 1), never a negative or partial one.
+        assert_eq!(online_cpus(""), None);
+        assert_eq!(online_cpus("3-1"), None);
+        assert_eq!(online_cpus("x"), None);
+        assert_eq!(online_cpus("0-1,x"), None);
+    }
+
+    #[test]
+    fn filesystem_sizes() {
+        assert!(filesystem_size(Path::new("/")).is_some_and(|n| n > 0));
+        assert_eq!(filesystem_size(Path::new("/no/such/dir")), None);
     }
 
     #[test]
     fn reservations_over_capacity_refuse_and_a_thin_remainder_warns() {
-        let cap = Resources {
+        let cap = NodeResources {
             cpu_milli: 1000,
             memory: 128 << 20,
             pids: 2000,
+            ephemeral_storage: 0,
         };
         let cfg = |json: &str| Config::parse(json).unwrap();
         let fits = cfg(

@@ -14,6 +14,6 @@ pub mod pressure;
 pub mod pressure_file;
 pub mod signals;
 
-pub use capacity::{check_reservations, reserved_memory, Resources};
+pub use capacity::{check_reservations, reserved_memory, NodeResources};
 pub use pod_cgroups::PodCgroups;
 pub use pressure::Pressure;

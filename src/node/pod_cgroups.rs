@@ -16,7 +16,7 @@
 //! with the process), and an agent whose parent another live agent holds refuses to
 //! start, naming it: two would rewrite each other's node allocatable limits.
 
-use super::capacity::Resources;
+use super::capacity::NodeResources;
 use super::cgroup_name::CgroupName;
 use super::hierarchy::{Hierarchy, Limits, CONTROLLERS};
 use super::pod_resources::{cpu_request_milli, pod_limits};
@@ -25,6 +25,13 @@ use crate::kuberuntime::resources::{cpu_shares, qos_class, QosClass};
 use crate::model::Pod;
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashSet};
+
+fn warn_unenforced(e: &std::io::Error) {
+    log::warn!(
+        "cannot set up the pods' cgroups ({e}): pods run in the runtime's default cgroup \
+         and node allocatable is not enforced"
+    );
+}
 
 /// The pods' cgroup tree on this machine.
 #[derive(Debug)]
@@ -49,7 +56,7 @@ impl PodCgroups {
     /// `pods`) and the QoS tiers. `Ok(None)`, after a warning naming what is missing,
     /// when this machine cannot: pods then run in the runtime's default cgroup. An
     /// error when another live agent holds the parent.
-    pub fn setup(cfg: &Config, capacity: &Resources) -> Result<Option<PodCgroups>, String> {
+    pub fn setup(cfg: &Config, capacity: &NodeResources) -> Result<Option<PodCgroups>, String> {
         if !cfg.cgroups_per_qos {
             log::info!("cgroupsPerQOS is off: pods run in the runtime's default cgroup");
             return Ok(None);
@@ -80,7 +87,7 @@ impl PodCgroups {
             ours: RefCell::default(),
             _lock: None,
         };
-        let alloc = capacity.allocatable(cfg);
+        let alloc = capacity.less_reserved(cfg);
         let enforce = cfg.enforce_node_allocatable.iter().any(|e| e == "pods");
         let parent = Limits {
             cpu_shares: Some(cpu_shares(alloc.cpu_milli)),
@@ -92,18 +99,22 @@ impl PodCgroups {
             cpu_shares: Some(2),
             ..Limits::default()
         };
+        // The parent is made bare and locked before any limit is written: a second
+        // agent on the same parent must stop before it rewrites the first one's node
+        // allocatable (the flock is on the directory, so that must exist first).
+        if let Err(e) = pc.make(&pc.pods, &Limits::default()) {
+            warn_unenforced(&e);
+            return Ok(None);
+        }
+        pc._lock = pc.lock_parent()?;
         let made = pc
             .make(&pc.pods, &parent)
             .and_then(|()| pc.make(&pc.tier(QosClass::Burstable), &Limits::default()))
             .and_then(|()| pc.make(&pc.tier(QosClass::BestEffort), &best_effort));
         if let Err(e) = made {
-            log::warn!(
-                "cannot set up the pods' cgroups ({e}): pods run in the runtime's default \
-                 cgroup and node allocatable is not enforced"
-            );
+            warn_unenforced(&e);
             return Ok(None);
         }
-        pc._lock = pc.lock_parent()?;
         log::info!(
             "pod cgroups under {} (driver {}, cgroup {}); pods together may use {} \
              of memory and {} pids{}",

@@ -4,7 +4,7 @@
 //! ImageFsInfo, see [`crate::agent::image_fs`]) and `pid.available` (pid capacity less
 //! the tasks /proc/loadavg counts). Each reading is (available, capacity).
 
-use super::capacity::Resources;
+use super::capacity::NodeResources;
 use crate::config::Config;
 use std::path::Path;
 
@@ -68,7 +68,7 @@ impl Signal {
 pub type Readings = [Option<(i64, i64)>; 6];
 
 /// Reads every signal. `image_fs` is a directory on the image filesystem.
-pub fn read(cfg: &Config, capacity: &Resources, image_fs: &Path) -> Readings {
+pub fn read(cfg: &Config, capacity: &NodeResources, image_fs: &Path) -> Readings {
     let meminfo =
         crate::bounded::read_to_string(Path::new("/proc/meminfo"), 64 << 10).unwrap_or_default();
     let loadavg =
@@ -148,10 +148,11 @@ mod tests {
 
     #[test]
     fn reads_this_machine() {
-        let cap = Resources {
+        let cap = NodeResources {
             cpu_milli: 1000,
             memory: 1 << 40,
             pids: 1 << 22,
+            ephemeral_storage: 0,
         };
         let cfg = Config::parse(r#"{"podsDir":"/tmp"}"#).unwrap();
         let r = read(&cfg, &cap, Path::new("/"));

@@ -58,7 +58,8 @@ impl MemorySecrets {
 
 impl Store {
     /// Keeps the cluster's secrets in memory from now on, removing the files of those
-    /// cached on disk before. Returns how many files were removed.
+    /// cached on disk before and every quarantined secret file (a damaged copy is a
+    /// copy on flash too). Returns how many files were removed.
     pub fn keep_cluster_secrets_in_memory(&mut self) -> Result<usize, StoreError> {
         self.check_writable()?;
         let dir = self.cluster.kind_dir(Kind::Secret);
@@ -71,6 +72,8 @@ impl Store {
                 removed += 1;
             }
         }
+        let quarantine = self.layout.quarantine_dir();
+        removed += super::quarantine::purge(&quarantine, Kind::Secret).at(&quarantine)?;
         self.memory_secrets = Some(MemorySecrets::default());
         Ok(removed)
     }
@@ -94,8 +97,19 @@ mod tests {
             .unwrap();
         let file = dir.join("cluster/secrets/n_s.json");
         assert!(file.exists());
-        assert_eq!(s.keep_cluster_secrets_in_memory().unwrap(), 1);
+        // A damaged secret moved aside earlier, and a damaged pod file.
+        let q = dir.join("quarantine");
+        std::fs::create_dir_all(&q).unwrap();
+        let (bad_secret, bad_pod) = (
+            q.join("20261201T000000Z-secrets-n_old.json"),
+            q.join("20261201T000000Z-pods-n_p.json"),
+        );
+        std::fs::write(&bad_secret, b"{").unwrap();
+        std::fs::write(&bad_pod, b"{").unwrap();
+        assert_eq!(s.keep_cluster_secrets_in_memory().unwrap(), 2);
         assert!(!file.exists(), "cached before: removed");
+        assert!(!bad_secret.exists(), "quarantined secret: removed");
+        assert!(bad_pod.exists(), "only secrets go");
         assert!(s
             .put_cluster(Kind::Secret, "n", "s", secret("Yg==").as_bytes())
             .unwrap());

@@ -391,7 +391,10 @@ mod tests {
         let m = Machine {
             hostname: "gw1".into(),
             host_ip: "192.0.2.15".into(),
-            cpus: 1,
+            capacity: crate::model::NodeResources {
+                cpu_milli: 1000,
+                ..Default::default()
+            },
             max_pods: 110,
             ..Default::default()
         };

@@ -35,7 +35,7 @@ use super::lean::LeanValue;
 use super::mirror;
 use super::objects::{references, ObjectRef, ObjectWatches};
 use super::objects_projection::{finished_phase, meta_str, project, to_bytes};
-use super::pods_bound::{api_ips, Bound, Refusal};
+use super::pods_bound::{self, api_ips, Bound, Refusal};
 use super::resume::{watch_timeout, Resume};
 use super::services::ServiceWatches;
 use super::status_patch::{shows_refusal, shows_status, status_patch};
@@ -73,8 +73,8 @@ struct PodSource {
     /// The references last given to `objects`.
     watched: Vec<ObjectRef>,
     tokens: TokenRequests,
-    /// The tokens last given to `tokens`.
-    requested: Vec<TokenWant>,
+    /// The tokens last given to `tokens`: asked for, and held.
+    requested: (Vec<TokenWant>, Vec<TokenWant>),
     services: ServiceWatches,
     /// The namespaces last given to `services`.
     namespaces: Option<BTreeSet<String>>,
@@ -119,6 +119,7 @@ impl PodSource {
             bound.update(&(m.namespace.clone(), m.name.clone()), |k| {
                 k.uid = m.uid.clone();
                 k.cached = true;
+                k.kept = true;
                 k.refs = references(p);
                 k.tokens = tokens::wants(p);
                 k.claims = claims::named(p);
@@ -134,7 +135,7 @@ impl PodSource {
             up,
             bound,
             watched: Vec::new(),
-            requested: Vec::new(),
+            requested: (Vec::new(), Vec::new()),
             resume: Resume::default(),
             failures: 0,
         };
@@ -209,8 +210,18 @@ impl PodSource {
                 return None;
             }
         };
+        let up = self.up.clone();
         loop {
-            let next = stream.next().await;
+            // A verdict of the node's admission may let the pods' objects be fetched.
+            let next = smol::future::or(async { Some(stream.next().await) }, async {
+                up.ctx.verdicts.changed().await;
+                None
+            })
+            .await;
+            let Some(next) = next else {
+                self.sync_objects(false);
+                continue;
+            };
             self.resume.seen(stream.resource_version().unwrap_or(rv));
             if let Err(e) = &next {
                 self.resume.failed(e);
@@ -424,6 +435,8 @@ impl PodSource {
         let (refs, wants) = (references(pod), tokens::wants(pod));
         let named = claims::named(pod);
         self.bound.update(key, |k| {
+            // Another pod of the name is a new pod: judged before anything is fetched.
+            k.kept &= k.uid == *uid;
             k.uid = uid.clone();
             k.cached = true;
             k.refs = refs;
@@ -496,14 +509,21 @@ impl PodSource {
     /// the tokens they need, when it changed (`force`: in any case, e.g. to drop cached
     /// objects and tokens left from an earlier run).
     fn sync_objects(&mut self, force: bool) {
-        let wanted = self.bound.references();
+        // Only for pods the node admitted ([`crate::agent::verdicts`]).
+        let verdicts = &self.up.ctx.verdicts;
+        verdicts.retain(|uid| self.bound.has_uid(uid));
+        let verdict = |uid: &str| verdicts.get(uid);
+        let wanted = self.bound.references(verdict);
         if force || wanted != self.watched {
             self.objects.set(&wanted);
             self.watched = wanted;
         }
-        let wanted = self.bound.tokens();
+        let wanted = (
+            self.bound.tokens(verdict),
+            self.bound.tokens(pods_bound::all_admitted),
+        );
         if force || wanted != self.requested {
-            self.tokens.set(&wanted);
+            self.tokens.set(&wanted.0, &wanted.1);
             self.requested = wanted;
         }
         let namespaces: BTreeSet<String> = self.bound.cached().into_iter().map(|n| n.0).collect();
@@ -511,7 +531,7 @@ impl PodSource {
             self.services.set(&namespaces);
             self.namespaces = Some(namespaces);
         }
-        let wanted = self.bound.claims();
+        let wanted = self.bound.claims(verdict);
         if force || self.claimed.as_ref() != Some(&wanted) {
             self.claims.set(&wanted);
             self.claimed = Some(wanted);

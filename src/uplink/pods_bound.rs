@@ -31,6 +31,9 @@ pub struct Known {
     pub uid: String,
     /// In the store's cluster tree: the node runs it.
     pub cached: bool,
+    /// Cached when the agent started: what it references is kept (and watched) while
+    /// the node judges it again.
+    pub kept: bool,
     /// The configMaps and secrets the cached pod references (sorted, no duplicates).
     pub refs: Vec<ObjectRef>,
     /// The tokens the cached pod's projected volumes need (sorted, no duplicates).
@@ -122,12 +125,12 @@ impl Bound {
             .collect()
     }
 
-    /// Everything the cached pods reference, sorted, without duplicates.
-    pub fn references(&self) -> Vec<ObjectRef> {
+    /// Everything the fetched pods reference, sorted, without duplicates.
+    pub fn references(&self, verdict: impl Fn(&str) -> Option<bool>) -> Vec<ObjectRef> {
         let map = self.pods.borrow();
         let mut all: Vec<ObjectRef> = map
             .values()
-            .filter(|k| k.cached)
+            .filter(|k| fetched(k, &verdict))
             .flat_map(|k| k.refs.iter().cloned())
             .collect();
         all.sort();
@@ -135,12 +138,12 @@ impl Bound {
         all
     }
 
-    /// Every claim the cached pods name, as (namespace, claim), sorted, no duplicates.
-    pub fn claims(&self) -> Vec<(String, String)> {
+    /// Every claim the fetched pods name, as (namespace, claim), sorted, no duplicates.
+    pub fn claims(&self, verdict: impl Fn(&str) -> Option<bool>) -> Vec<(String, String)> {
         let map = self.pods.borrow();
         let mut all: Vec<(String, String)> = map
             .iter()
-            .filter(|(_, k)| k.cached)
+            .filter(|(_, k)| fetched(k, &verdict))
             .flat_map(|(n, k)| k.claims.iter().map(|c| (n.0.clone(), c.clone())))
             .collect();
         all.sort();
@@ -148,17 +151,35 @@ impl Bound {
         all
     }
 
-    /// Every token the cached pods need, sorted.
-    pub fn tokens(&self) -> Vec<TokenWant> {
+    /// Every token the fetched pods need, sorted.
+    pub fn tokens(&self, verdict: impl Fn(&str) -> Option<bool>) -> Vec<TokenWant> {
         let map = self.pods.borrow();
         let mut all: Vec<TokenWant> = map
             .values()
-            .filter(|k| k.cached)
+            .filter(|k| fetched(k, &verdict))
             .flat_map(|k| k.tokens.iter().cloned())
             .collect();
         all.sort();
         all
     }
+
+    /// Whether a pod of `uid` is bound.
+    pub fn has_uid(&self, uid: &str) -> bool {
+        self.pods.borrow().values().any(|k| k.uid == uid)
+    }
+}
+
+/// Whether what `k` references is fetched, by the node's `verdict` on its uid: for a
+/// cached pod the node admitted, or one kept from before the start that the node has
+/// not judged again yet; never for a pod the node refused, nor for a new pod before the
+/// node has judged it.
+fn fetched(k: &Known, verdict: impl Fn(&str) -> Option<bool>) -> bool {
+    k.cached && verdict(&k.uid).unwrap_or(k.kept)
+}
+
+/// A verdict for every pod: admitted (what the cached pods would need, judged or not).
+pub fn all_admitted(_: &str) -> Option<bool> {
+    Some(true)
 }
 
 /// The pod IPs in an API object's `status`.
@@ -203,9 +224,37 @@ mod tests {
             k.refs = vec![cm("y")];
         });
         b.update(&name("refused"), |k| k.refs = vec![cm("z")]);
-        assert_eq!(b.references(), [cm("x"), cm("y")]);
+        assert_eq!(b.references(all_admitted), [cm("x"), cm("y")]);
         assert_eq!(b.cached(), [name("a"), name("b")]);
         assert_eq!(b.names().len(), 3);
+    }
+
+    #[test]
+    fn only_pods_the_node_admitted_or_kept_from_before_are_fetched_for() {
+        let b = Bound::default();
+        let pod = |n: &str, kept: bool, r: &str| {
+            b.update(&name(n), |k| {
+                k.uid = n.into();
+                k.cached = true;
+                k.kept = kept;
+                k.refs = vec![cm(r)];
+                k.claims = vec![r.into()];
+            })
+        };
+        pod("new", false, "a");
+        pod("admitted", false, "b");
+        pod("refused", false, "c");
+        pod("kept", true, "d");
+        pod("kept-refused", true, "e");
+        let verdict = |uid: &str| match uid {
+            "admitted" => Some(true),
+            "refused" | "kept-refused" => Some(false),
+            _ => None,
+        };
+        assert_eq!(b.references(verdict), [cm("b"), cm("d")]);
+        let claims: Vec<String> = b.claims(verdict).into_iter().map(|c| c.1).collect();
+        assert_eq!(claims, ["b", "d"]);
+        assert!(b.has_uid("new") && !b.has_uid("other"));
     }
 
     #[test]

@@ -74,15 +74,19 @@ impl TokenRequests {
         }
     }
 
-    /// Makes the refreshed set `wanted`: starts the new ones, stops the others and
-    /// drops their tokens.
-    pub fn set(&mut self, wanted: &[TokenWant]) {
+    /// Makes the refreshed set `wanted`: starts the new ones, stops the others. `held`
+    /// (which has every `wanted` one) are the tokens the cached pods need: those not
+    /// wanted yet (the node has not admitted their pod) wait as asked for, without a
+    /// request; the tokens of pods no longer cached are dropped.
+    pub fn set(&mut self, wanted: &[TokenWant], held: &[TokenWant]) {
         let tokens = &self.up.ctx.tokens;
         self.tasks.retain(|(w, _)| wanted.contains(w));
-        tokens.retain(|k| wanted.iter().any(|w| w.key() == *k));
+        tokens.retain(|k| held.iter().any(|w| w.key() == *k));
+        for w in held {
+            tokens.want(w.key());
+        }
         for w in wanted {
             if !self.tasks.iter().any(|(t, _)| t == w) {
-                tokens.want(w.key());
                 let task = crate::rt::spawn(super::tokens_refresh::run(self.up.clone(), w.clone()));
                 self.tasks.push((w.clone(), task));
             }

@@ -108,7 +108,21 @@ fn pods_deleted_while_the_agent_was_down_are_removed_and_others_left_alone() {
     let gone_uid = n.uid("gone");
     n.kill_agent();
     n.delete_pod("gone");
-    let (foreign_sb, foreign_c) = foreign_pod(&n, BTreeMap::from([("app".into(), "x".into())]));
+    // Another agent's pod (a kubelet's on the same runtime): kubelet's pod labels, a uid
+    // this agent never desired, no mark of this agent.
+    let kubelet_labels = [
+        ("app", "x"),
+        ("io.kubernetes.pod.uid", "foreign-uid"),
+        ("io.kubernetes.pod.name", "foreign"),
+        ("io.kubernetes.pod.namespace", "other"),
+    ];
+    let (foreign_sb, foreign_c) = foreign_pod(
+        &n,
+        kubelet_labels
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    );
     let from = n.rt.calls().len();
     n.start_agent();
     n.wait("the deleted pod's sandbox and container removed", |n| {
@@ -153,7 +167,7 @@ fn pods_deleted_while_the_agent_was_down_are_removed_and_others_left_alone() {
                 && s.containers.get(&foreign_c).is_some_and(|x| x.running())
         });
         if !foreign {
-            return Some("the unlabelled pod was touched".into());
+            return Some("another agent's pod was touched".into());
         }
         let touched: Vec<String> = n.rt.calls()[from..]
             .iter()

@@ -432,6 +432,76 @@ impl Cri {
     pub fn all_sandboxes(&self) -> Vec<pb::PodSandbox> {
         tinylet::rt::block_on(self.rc.list_pod_sandbox(None)).expect("ListPodSandbox")
     }
+
+    /// Runs pod `uid` as another CRI client (a kubelet) would: a host-network sandbox
+    /// and one container running `sleep`, both with kubelet's pod labels, the sandbox with
+    /// `annotations`. Returns the sandbox's and the container's ids.
+    pub fn run_as_another_client(
+        &self,
+        uid: &str,
+        image: &str,
+        annotations: std::collections::BTreeMap<String, String>,
+    ) -> (String, String) {
+        let mut labels = std::collections::BTreeMap::new();
+        labels.insert("io.kubernetes.pod.uid".to_string(), uid.to_string());
+        labels.insert("io.kubernetes.pod.name".to_string(), uid.to_string());
+        labels.insert(
+            "io.kubernetes.pod.namespace".to_string(),
+            "other".to_string(),
+        );
+        let sb = pb::PodSandboxConfig {
+            metadata: Some(pb::PodSandboxMetadata {
+                name: uid.into(),
+                uid: uid.into(),
+                namespace: "other".into(),
+                attempt: 0,
+            }),
+            labels: labels.clone(),
+            annotations,
+            linux: Some(pb::LinuxPodSandboxConfig {
+                security_context: Some(pb::LinuxSandboxSecurityContext {
+                    namespace_options: Some(pb::NamespaceOption {
+                        network: pb::NamespaceMode::Node as i32,
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        labels.insert(
+            "io.kubernetes.container.name".to_string(),
+            "app".to_string(),
+        );
+        let c = pb::ContainerConfig {
+            metadata: Some(pb::ContainerMetadata {
+                name: "app".into(),
+                attempt: 0,
+            }),
+            image: Some(pb::ImageSpec {
+                image: image.into(),
+                ..Default::default()
+            }),
+            command: vec!["sleep".into(), "3600".into()],
+            labels,
+            ..Default::default()
+        };
+        tinylet::rt::block_on(async {
+            let sid = self
+                .rc
+                .run_pod_sandbox(sb.clone(), "")
+                .await
+                .expect("RunPodSandbox");
+            let cid = self
+                .rc
+                .create_container(&sid, c, sb)
+                .await
+                .expect("CreateContainer");
+            self.rc.start_container(&cid).await.expect("StartContainer");
+            (sid, cid)
+        })
+    }
 }
 
 /// Is the sandbox READY?

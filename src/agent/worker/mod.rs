@@ -155,6 +155,9 @@ pub fn spawn(
     known_absent: bool,
     finished: Rc<Cell<bool>>,
 ) -> (Sender<Msg>, smol::Task<()>) {
+    // Only an admitted pod gets a worker: the uplink may now fetch what it references.
+    #[cfg(feature = "uplink")]
+    ctx.verdicts.set(&pod.metadata.uid, true);
     let (tx, rx) = smol::channel::unbounded();
     let last_status = ctx
         .store

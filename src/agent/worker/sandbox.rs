@@ -9,6 +9,7 @@ use super::Worker;
 use crate::agent::actions::PodActions;
 use crate::agent::observe::Effects;
 use crate::cri::{pb, CriError};
+use crate::kuberuntime::agent_mark;
 use crate::kuberuntime::observed::{ObservedPod, ObservedSandbox};
 use crate::kuberuntime::sandbox::{log_directory, runtime_handler, sandbox_config};
 use crate::kuberuntime::SyncError;
@@ -35,8 +36,14 @@ impl Worker {
         let attempt = acts
             .create_sandbox
             .unwrap_or_else(|| observed.latest_sandbox().map_or(0, |s| s.attempt));
-        let mut sb_cfg =
-            sandbox_config(&self.pod, attempt, &cfg.pod_logs_dir, &self.ctx.host.resolv);
+        let mark = agent_mark::mark(&cfg.state_dir);
+        let mut sb_cfg = sandbox_config(
+            &self.pod,
+            attempt,
+            &cfg.pod_logs_dir,
+            &self.ctx.host.resolv,
+            &mark,
+        );
         if let (Some(cg), Some(linux)) = (&self.ctx.cgroups, sb_cfg.linux.as_mut()) {
             linux.cgroup_parent = cg.cgroup_parent(&self.pod);
         }

@@ -232,6 +232,7 @@ impl Worker {
             pod_ip: at.pod_ip.to_string(),
         };
         let cfg = &self.ctx.cfg;
+        let mark = crate::kuberuntime::agent_mark::mark(&cfg.state_dir);
         let cctx = ContainerContext {
             pods_dir: &cfg.pods_dir,
             allowed_host_paths: &cfg.allowed_host_paths,
@@ -243,6 +244,7 @@ impl Worker {
                 default_runtime: cfg.seccomp_default,
                 profile_root: &cfg.seccomp_profile_root,
             },
+            agent_mark: &mark,
         };
         container_config(&self.pod, c, s.restart_count, image_ref, &cctx)
     }

@@ -256,9 +256,10 @@ fn resource_field_refs_round_up() {
         resource: res.into(),
         divisor: div.map(|d| Quantity::parse(d).unwrap()),
     };
-    let node = NodeAllocatable {
+    let node = NodeResources {
         cpu_milli: 1500,
         memory: 512 << 20,
+        pids: 0,
         ephemeral_storage: 0,
     };
     assert_eq!(

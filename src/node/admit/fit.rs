@@ -143,8 +143,8 @@ pub fn host_ports_free(pod: &Pod, running: &[&Pod]) -> Result<(), Refusal> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kuberuntime::env::NodeAllocatable;
     use crate::model::container::ContainerPort;
+    use crate::model::NodeResources;
     use crate::model::Quantity;
     use std::collections::BTreeMap;
 
@@ -166,10 +166,10 @@ mod tests {
         super::super::NodeView {
             name: "gw1",
             labels,
-            allocatable: NodeAllocatable {
+            allocatable: NodeResources {
                 cpu_milli: 1000,
                 memory: 128 << 20,
-                ephemeral_storage: 0,
+                ..NodeResources::default()
             },
             memory_pressure: false,
             disk_pressure: false,

@@ -28,7 +28,7 @@ pub mod unsupported;
 pub mod volume_claims;
 
 use crate::config::Config;
-use crate::kuberuntime::env::NodeAllocatable;
+use crate::model::NodeResources;
 use crate::model::Pod;
 use std::collections::BTreeMap;
 
@@ -59,7 +59,7 @@ pub struct NodeView<'a> {
     /// Its labels (kubelet's own, the config's, and those the API shows).
     pub labels: &'a BTreeMap<String, String>,
     /// What pods may request in all.
-    pub allocatable: NodeAllocatable,
+    pub allocatable: NodeResources,
     /// The node's pressure conditions now.
     pub memory_pressure: bool,
     /// See `memory_pressure`.

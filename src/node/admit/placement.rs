@@ -50,10 +50,10 @@ pub fn matches_node(pod: &Pod, node: &NodeView<'_>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kuberuntime::env::NodeAllocatable;
     use crate::model::affinity::{
         Affinity, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm,
     };
+    use crate::model::NodeResources;
     use std::collections::BTreeMap;
 
     #[test]
@@ -66,7 +66,7 @@ mod tests {
         let node = NodeView {
             name: "gw1",
             labels: &labels,
-            allocatable: NodeAllocatable::default(),
+            allocatable: NodeResources::default(),
             memory_pressure: false,
             disk_pressure: false,
         };

@@ -1,11 +1,12 @@
 //! Facts about the machine that the Node reports and that do not change while the agent
-//! runs (as kubelet reads cadvisor's machine info once): CPUs, memory, the pods'
-//! filesystem, identities and versions. Read once when the node task starts; a file
+//! runs (as kubelet reads cadvisor's machine info once): identities and versions, read
+//! once when the node task starts, and capacity and allocatable as the agent read them
+//! at start ([`crate::node::capacity`], the one reading the rest of the agent uses); a file
 //! that cannot be read leaves its field empty (kubelet does the same with `systemUUID`
 //! on boards without DMI), it never stops the uplink.
 
 use crate::agent::context::Context;
-use std::path::Path;
+use crate::model::NodeResources;
 
 /// What the Node reports about the machine, read once at start.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -14,17 +15,13 @@ pub struct Machine {
     pub hostname: String,
     /// The `InternalIP` address (empty: unknown, not reported).
     pub host_ip: String,
-    /// Online logical CPUs.
-    pub cpus: u32,
-    /// MemTotal in bytes.
-    pub memory: u64,
-    /// Size of the filesystem holding pod volumes (kubelet's root dir), in bytes.
-    pub ephemeral_storage: Option<u64>,
+    /// CPUs, MemTotal and the size of the filesystem holding pod volumes.
+    pub capacity: NodeResources,
+    /// What pods may use of it: less `systemReserved` + `kubeReserved` (+ the hard
+    /// memory eviction threshold).
+    pub allocatable: NodeResources,
     /// The pods the node accepts (`status.capacity.pods`).
     pub max_pods: u32,
-    /// CPU (millis) and memory (bytes) held back from pods: `systemReserved` +
-    /// `kubeReserved` (+ the hard memory eviction threshold); allocatable is the rest.
-    pub reserved: (u64, u64),
     /// `/etc/machine-id`.
     pub machine_id: String,
     /// The DMI product UUID.
@@ -42,27 +39,12 @@ pub struct Machine {
 impl Machine {
     /// Reads the facts of this machine for the agent of `ctx`.
     pub fn read(ctx: &Context, max_pods: u32) -> Machine {
-        let cfg = &ctx.cfg;
-        let storage = [&cfg.pods_dir, &cfg.state_dir]
-            .into_iter()
-            .find_map(|d| filesystem_size(d));
         Machine {
             hostname: ctx.host.node_name.clone(),
             host_ip: ctx.host.host_ip.clone(),
-            cpus: online_cpus(&read("/sys/devices/system/cpu/online"))
-                .or_else(|| {
-                    std::thread::available_parallelism()
-                        .ok()
-                        .map(|n| n.get() as u32)
-                })
-                .unwrap_or(1),
-            memory: u64::try_from(ctx.host.mem_capacity).unwrap_or(0),
-            ephemeral_storage: storage,
+            capacity: ctx.host.capacity,
+            allocatable: ctx.host.allocatable,
             max_pods,
-            reserved: (
-                crate::config::reserved(cfg, "cpu").max(0) as u64,
-                crate::node::reserved_memory(cfg, ctx.host.mem_capacity).max(0) as u64,
-            ),
             machine_id: first_of(&["/etc/machine-id", "/var/lib/dbus/machine-id"]),
             system_uuid: first_of(&["/sys/class/dmi/id/product_uuid"]),
             boot_id: first_of(&["/proc/sys/kernel/random/boot_id"]),
@@ -95,23 +77,6 @@ fn first_of(paths: &[&str]) -> String {
         .unwrap_or_default()
 }
 
-/// Total size of the filesystem holding `dir` (blocks times fragment size).
-fn filesystem_size(dir: &Path) -> Option<u64> {
-    let st = rustix::fs::statvfs(dir).ok()?;
-    st.f_blocks.checked_mul(st.f_frsize).filter(|&n| n > 0)
-}
-
-/// The number of CPUs in a kernel CPU list (`0-3,6`).
-fn online_cpus(list: &str) -> Option<u32> {
-    let mut n = 0u32;
-    for part in list.trim().split(',').filter(|p| !p.is_empty()) {
-        let (a, b) = part.split_once('-').unwrap_or((part, part));
-        let (a, b): (u32, u32) = (a.parse().ok()?, b.parse().ok()?);
-        n = n.checked_add(b.checked_sub(a)?.checked_add(1)?)?;
-    }
-    (n > 0).then_some(n)
-}
-
 /// `PRETTY_NAME` of an os-release file, unquoted.
 fn pretty_name(os_release: &str) -> Option<String> {
     let v = os_release
@@ -131,16 +96,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn cpu_lists() {
-        assert_eq!(online_cpus("0-1\n"), Some(2));
-        assert_eq!(online_cpus("0"), Some(1));
-        assert_eq!(online_cpus("0-3,6,8-9"), Some(7));
-        assert_eq!(online_cpus(""), None);
-        assert_eq!(online_cpus("3-1"), None);
-        assert_eq!(online_cpus("x"), None);
-    }
-
-    #[test]
     fn os_release_names() {
         let deb = "NAME=\"Debian GNU/Linux\"\nPRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\n";
         assert_eq!(
@@ -158,8 +113,6 @@ mod tests {
 
     #[test]
     fn this_machine() {
-        assert!(filesystem_size(Path::new("/")).is_some_and(|n| n > 0));
-        assert_eq!(filesystem_size(Path::new("/no/such/dir")), None);
         assert!(!first_of(&["/proc/sys/kernel/random/boot_id"]).is_empty());
         assert_eq!(first_of(&["/no/such/file"]), "");
     }

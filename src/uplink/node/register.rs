@@ -91,10 +91,18 @@ mod tests {
     use crate::uplink::node::status::{build, Observed};
     use serde_json::json;
 
+    const ONE_CPU: crate::model::NodeResources = crate::model::NodeResources {
+        cpu_milli: 1000,
+        memory: 0,
+        pids: 0,
+        ephemeral_storage: 0,
+    };
+
     fn machine() -> Machine {
         Machine {
             hostname: "gw1".into(),
-            cpus: 1,
+            capacity: ONE_CPU,
+            allocatable: ONE_CPU,
             max_pods: 110,
             ..Default::default()
         }

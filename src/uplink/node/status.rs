@@ -12,6 +12,7 @@
 
 use super::machine::Machine;
 use crate::model::reason::NodeReason;
+use crate::model::NodeResources;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -20,9 +21,9 @@ use serde_json::Value;
 #[serde(rename_all = "camelCase")]
 pub struct NodeStatus {
     /// What the node has.
-    pub capacity: Resources,
+    pub capacity: ResourceList,
     /// What pods may use of it.
-    pub allocatable: Resources,
+    pub allocatable: ResourceList,
     /// Ready and the pressure conditions.
     pub conditions: Vec<Condition>,
     /// The node's addresses.
@@ -33,9 +34,10 @@ pub struct NodeStatus {
     pub node_info: NodeInfo,
 }
 
-/// Capacity or allocatable, as quantities in Kubernetes' canonical spelling.
+/// Capacity or allocatable as the API spells them (a `v1.ResourceList`): the node's
+/// [`crate::model::NodeResources`] in Kubernetes' canonical quantities.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Resources {
+pub struct ResourceList {
     /// Logical CPUs.
     pub cpu: String,
     /// Bytes of the filesystem holding pod volumes, when known.
@@ -182,15 +184,25 @@ pub fn kubelet_version() -> String {
     format!("v1.20.0+tinylet.{}", env!("CARGO_PKG_VERSION"))
 }
 
+/// `r` as the API spells it, with room for `pods` pods; an unknown (0) filesystem size
+/// is left out.
+fn resource_list(r: &NodeResources, pods: u32) -> ResourceList {
+    let bytes = |n: i64| binary_si(u64::try_from(n).unwrap_or(0));
+    ResourceList {
+        cpu: if r.cpu_milli % 1000 == 0 {
+            (r.cpu_milli / 1000).to_string()
+        } else {
+            format!("{}m", r.cpu_milli)
+        },
+        ephemeral_storage: (r.ephemeral_storage > 0).then(|| bytes(r.ephemeral_storage)),
+        memory: bytes(r.memory),
+        pods: pods.to_string(),
+    }
+}
+
 /// The status at `now` (RFC 3339), given the machine, the observations and the
 /// conditions last reported.
 pub fn build(m: &Machine, obs: &Observed, priors: &[PriorCondition], now: &str) -> NodeStatus {
-    let capacity = Resources {
-        cpu: m.cpus.to_string(),
-        ephemeral_storage: m.ephemeral_storage.map(binary_si),
-        memory: binary_si(m.memory),
-        pods: m.max_pods.to_string(),
-    };
     let cond = |kind, truth, (r_true, m_true), (r_false, m_false): (NodeReason, &str)| {
         let (reason, message) = if truth {
             (r_true, m_true)
@@ -267,19 +279,9 @@ pub fn build(m: &Machine, obs: &Observed, priors: &[PriorCondition], now: &str) 
         kind: "Hostname",
         address: m.hostname.clone(),
     });
-    let cpu_milli = u64::from(m.cpus).saturating_mul(1000);
-    let cpu_milli = cpu_milli.saturating_sub(m.reserved.0);
     NodeStatus {
-        allocatable: Resources {
-            cpu: if cpu_milli % 1000 == 0 {
-                (cpu_milli / 1000).to_string()
-            } else {
-                format!("{cpu_milli}m")
-            },
-            memory: binary_si(m.memory.saturating_sub(m.reserved.1)),
-            ..capacity.clone()
-        },
-        capacity,
+        capacity: resource_list(&m.capacity, m.max_pods),
+        allocatable: resource_list(&m.allocatable, m.max_pods),
         conditions,
         addresses,
         // The kubelet API's port (`crate::kubelet_api`); 0 when it does not serve.

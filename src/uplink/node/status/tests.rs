@@ -1,14 +1,19 @@
 use super::*;
 
+const FOUR_CPUS: NodeResources = NodeResources {
+    cpu_milli: 4000,
+    memory: 2 << 30,
+    pids: 4 << 20,
+    ephemeral_storage: 24683652 * 1024,
+};
+
 fn machine() -> Machine {
     Machine {
         hostname: "gw1".into(),
         host_ip: "192.0.2.15".into(),
-        cpus: 4,
-        memory: 2 << 30,
-        ephemeral_storage: Some(24683652 * 1024),
+        capacity: FOUR_CPUS,
+        allocatable: FOUR_CPUS,
         max_pods: 110,
-        reserved: (0, 0),
         machine_id: "m".into(),
         system_uuid: String::new(),
         boot_id: "b".into(),
@@ -40,7 +45,11 @@ fn a_ready_node_looks_like_kubelets() {
     );
     assert_eq!(json["allocatable"], json["capacity"]);
     let reserved = Machine {
-        reserved: (300, 320 << 20),
+        allocatable: NodeResources {
+            cpu_milli: 3700,
+            memory: (2 << 30) - (320 << 20),
+            ..FOUR_CPUS
+        },
         ..machine()
     };
     let json = serde_json::to_value(build(&reserved, &ready(), &[], "T1")).unwrap();
