@@ -31,6 +31,7 @@ use crate::store::notify::PodName;
 use crate::store::{Entry, Kind};
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 /// What the mirror side of the status task remembers.
 #[derive(Default)]
@@ -107,6 +108,29 @@ pub fn seen(up: &Uplink, bound: &Bound, key: &PodName, obj: &Value) -> bool {
         mark(up, key);
     }
     true
+}
+
+/// This node's mirror pods as the kubelet API resolves names: an API pod name stands
+/// for a local pod only while the pod source last saw a pod of that name bound to this
+/// node with the mirror annotation (a tenant's pod under the name, cached or refused,
+/// is not one).
+pub struct ApiMirrors {
+    /// What the pod source knows of the pods bound to the node.
+    pub bound: Rc<Bound>,
+    /// The Node's name (mirror names end with it).
+    pub node_name: String,
+}
+
+impl crate::kubelet_api::MirrorNames for ApiMirrors {
+    fn mirror(&self, ns: &str, name: &str) -> Option<crate::kubelet_api::Mirror> {
+        let known = self.bound.get(&(ns.to_string(), name.to_string()))?;
+        known.mirror.as_ref()?;
+        let local = mirror_pod::local_name(name, &self.node_name)?;
+        Some(crate::kubelet_api::Mirror {
+            local: local.to_string(),
+            uid: known.uid,
+        })
+    }
 }
 
 /// Marks the local pod the mirror pod `key` stands for (the mirror itself when its name

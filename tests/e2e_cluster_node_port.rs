@@ -1,0 +1,277 @@
+//! What the node port (the kubelet API) resolves and how it counts connections, on the
+//! real control plane of `tests/harness/kube.sh` and a private containerd:
+//! - a cluster pod with the name of the device owner's local pod (bound to the node,
+//!   refused there) reaches nothing: `kubectl logs`, and exec and port-forward through
+//!   the API server, get an error and never the local pod, whose mirror
+//!   (`NAME-NODE`) is how the cluster reaches it;
+//! - a multi-port port-forward as the API server sends it (`port=8080,8081`) opens;
+//! - connections that authenticate with a certificate of the cluster CA and send
+//!   nothing (a stolen gateway's, say) do not close an authorized request in progress.
+
+mod agent_support;
+mod common;
+mod kapi_support;
+
+use agent_support::{wait_for, NS as LOCAL_NS};
+use common::kube::Kube;
+use common::Containerd;
+use kapi_support::*;
+use serde_json::{json, Value};
+use std::io::{Read, Write};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// curl through the API server as its admin (system:masters): `path` with WebSocket
+/// upgrade headers (as a WebSocket client of exec or port-forward sends them), for at
+/// most 10 s; (HTTP code, everything received).
+fn api_websocket(kube: &Kube, path: &str) -> (String, String) {
+    let pki = kube.dir().join("pki");
+    let out = Command::new("curl")
+        .args(["-sS", "-N", "--max-time", "10", "-w", "\n%{http_code}"])
+        .arg("--cacert")
+        .arg(pki.join("ca.crt"))
+        .arg("--cert")
+        .arg(pki.join("admin.crt"))
+        .arg("--key")
+        .arg(pki.join("admin.key"))
+        .args([
+            "-H",
+            "Connection: Upgrade",
+            "-H",
+            "Upgrade: websocket",
+            "-H",
+            "Sec-WebSocket-Version: 13",
+            "-H",
+            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
+            "-H",
+            "Sec-WebSocket-Protocol: v4.channel.k8s.io",
+        ])
+        .arg(format!("{}{path}", kube.api_url()))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
+    (code.to_string(), body.to_string())
+}
+
+/// `kubectl logs -n NS POD`: (success, stdout, stderr).
+fn kubectl_logs(kube: &Kube, ns: &str, pod: &str) -> (bool, String, String) {
+    let out = kube.kubectl(&["logs", "-n", ns, pod]);
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_cluster_pod_named_as_a_local_pod_reaches_nothing_the_mirror_reaches_it() {
+    const NODE: &str = "tl-kapi-names";
+    const OWNER: &str = "kapi-owner";
+    let kube = Kube::shared();
+    let c = Containerd::start();
+    let n = api_node(kube, &c, NODE);
+    namespace(kube, LOCAL_NS);
+    let image = c.test_image();
+
+    // The device owner's local pod, and its mirror in the API.
+    let secret = "the owner's secret";
+    let script = format!("echo {secret}; exec sleep 3600");
+    n.node.apply(&agent_support::pod(
+        OWNER,
+        json!({"containers": [agent_support::sh("app", image, &script)]}),
+    ));
+    n.node.wait_running(OWNER, START);
+    let mirror = format!("{OWNER}-{NODE}");
+    let text = wait_for("the mirror's logs", START, || {
+        let (ok, out, _) = kubectl_logs(kube, LOCAL_NS, &mirror);
+        (ok && !out.is_empty()).then_some(out)
+    });
+    assert_eq!(
+        text,
+        format!("{secret}\n"),
+        "the mirror reaches the local pod"
+    );
+    let exec = |pod: &str| {
+        format!(
+            "/api/v1/namespaces/{LOCAL_NS}/pods/{pod}/exec?container=app&command=echo\
+             &command=reached-{pod}&stdout=true"
+        )
+    };
+    let (code, body) = api_websocket(kube, &exec(&mirror));
+    assert_eq!(code, "101", "exec into the mirror: {body}");
+    assert!(body.contains(&format!("reached-{mirror}")), "{body:?}");
+
+    // A tenant's cluster pod of the local pod's name, bound to the node (privileged
+    // too: refused by the name and by the default policy). The object stays, Failed.
+    pod_with(
+        kube,
+        LOCAL_NS,
+        NODE,
+        OWNER,
+        image,
+        "echo tenant; exec sleep 3600",
+        json!({"securityContext": {"privileged": true}}),
+    );
+    wait_for("the node to refuse the tenant's pod", START, || {
+        let out = kube.kubectl(&["get", "pod", "-n", LOCAL_NS, OWNER, "-o", "json"]);
+        let p: Value = serde_json::from_slice(&out.stdout).ok()?;
+        (p["status"]["phase"] == "Failed").then_some(())
+    });
+    // Its logs, an exec into it, a port-forward to it: an error, never the owner's pod.
+    let (ok, out, err) = kubectl_logs(kube, LOCAL_NS, OWNER);
+    assert!(!ok && !out.contains(secret), "kubectl logs: {out}{err}");
+    let (code, body) = api_websocket(kube, &exec(OWNER));
+    assert_ne!(code, "101", "exec into the refused pod: {body}");
+    assert!(!body.contains("reached"), "{body:?}");
+    let forward = format!("/api/v1/namespaces/{LOCAL_NS}/pods/{OWNER}/portforward?ports=8080");
+    let (code, body) = api_websocket(kube, &forward);
+    assert_ne!(code, "101", "port-forward to the refused pod: {body}");
+    // On the node port itself (what the API server sends, and with a uid): 404.
+    let pki = kube.dir().join("pki");
+    let admin = issue(
+        &n.pki,
+        "names-admin",
+        "/CN=names-admin/O=system:masters",
+        CLIENT_EXT,
+        &pki,
+    );
+    let local_uid = n.node.uid(OWNER);
+    let (get, post): (&[&str], &[&str]) = (&[], &["-X", "POST"]);
+    for (method, path) in [
+        (get, format!("/containerLogs/{LOCAL_NS}/{OWNER}/app")),
+        (
+            post,
+            format!("/exec/{LOCAL_NS}/{OWNER}/app?command=true&output=1"),
+        ),
+        (
+            post,
+            format!("/exec/{LOCAL_NS}/{OWNER}/{local_uid}/app?command=true&output=1"),
+        ),
+        (post, format!("/portForward/{LOCAL_NS}/{OWNER}?port=8080")),
+    ] {
+        let (_, code, body) = n.curl_with(method, &path, Some(&admin));
+        assert_eq!(code, "404", "{path}: {body}");
+        assert!(!body.contains(secret), "{path}: {body}");
+    }
+    // The mirror still reaches the owner's pod; the local pod runs on.
+    let (ok, out, err) = kubectl_logs(kube, LOCAL_NS, &mirror);
+    assert!(ok && out == format!("{secret}\n"), "{out}{err}");
+
+    // A multi-port port-forward as the API server sends it (`port=8080,8081` to the
+    // node) opens: the runtime's streaming server switches protocols.
+    pod(
+        kube,
+        LOCAL_NS,
+        NODE,
+        "kapi-two-ports",
+        image,
+        "exec sleep 3600",
+    );
+    let two = format!(
+        "/api/v1/namespaces/{LOCAL_NS}/pods/kapi-two-ports/portforward?ports=8080&ports=8081"
+    );
+    let (code, body) = wait_for("the two-port forward", START, || {
+        let r = api_websocket(kube, &two);
+        (r.0 != "404" && r.0 != "500").then_some(r)
+    });
+    assert_eq!(code, "101", "{body}");
+    n.node.assert_agent_alive();
+}
+
+/// `openssl s_client` to the node port with `cert` (key, crt): the TLS handshake done,
+/// then whatever is written to its stdin goes to the node.
+fn tls_client(n: &ApiNode, cert: &(std::path::PathBuf, std::path::PathBuf)) -> Child {
+    Command::new("openssl")
+        .args(["s_client", "-quiet", "-tls1_3", "-connect"])
+        .arg(format!("127.0.0.1:{}", n.port))
+        .arg("-CAfile")
+        .arg(&n.ca)
+        .arg("-cert")
+        .arg(&cert.1)
+        .arg("-key")
+        .arg(&cert.0)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn idle_authenticated_connections_never_close_an_authorized_request() {
+    const NODE: &str = "tl-kapi-slots";
+    const NS: &str = "kapi-slots";
+    let kube = Kube::shared();
+    let c = Containerd::start();
+    let n = api_node(kube, &c, NODE);
+    namespace(kube, NS);
+    // A log of about 2.6 MB: more than the socket buffers hold, so its answer is
+    // still being written while the client holds back.
+    let script = "i=0; while [ $i -lt 40000 ]; do \
+                  echo line-$i-abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyz; \
+                  i=$((i+1)); done; echo last-line; exec sleep 3600";
+    pod(kube, NS, NODE, "big", c.test_image(), script);
+    let pki = kube.dir().join("pki");
+    let admin = issue(
+        &n.pki,
+        "slots-admin",
+        "/CN=slots-admin/O=system:masters",
+        CLIENT_EXT,
+        &pki,
+    );
+    let path = format!("/containerLogs/{NS}/big/app");
+    wait_for("the whole log", START, || {
+        let (_, code, body) = n.curl(&path, Some(&admin));
+        (code == "200" && body.ends_with("last-line\n")).then_some(())
+    });
+
+    // The authorized request: its answer starts, then the client stops reading.
+    let mut reader = tls_client(&n, &admin);
+    let head = format!("GET {path} HTTP/1.1\r\nHost: node\r\n\r\n");
+    reader
+        .stdin
+        .as_mut()
+        .unwrap()
+        .write_all(head.as_bytes())
+        .unwrap();
+    let mut out = reader.stdout.take().unwrap();
+    let mut first = vec![0u8; 4096];
+    out.read_exact(&mut first).unwrap();
+    assert!(first.starts_with(b"HTTP/1.1 200"), "{:?}", &first[..64]);
+
+    // 24 connections with a certificate of the cluster CA whose user may do nothing
+    // here (another gateway's), authenticated and idle: more than the node holds
+    // authorized connections in short requests (16).
+    let stolen = issue(
+        &n.pki,
+        "stolen",
+        "/CN=system:node:tl-kapi-stolen/O=system:nodes",
+        CLIENT_EXT,
+        &pki,
+    );
+    let mut idle: Vec<Child> = (0..24).map(|_| tls_client(&n, &stolen)).collect();
+    std::thread::sleep(Duration::from_secs(3));
+    // A new authorized request is answered meanwhile ...
+    let (_, code, _) = n.curl("/healthz", Some(&admin));
+    assert_eq!(code, "200");
+    // ... and the one in progress was not closed for them: the rest of the log, to its
+    // last chunk.
+    let mut rest = Vec::new();
+    out.read_to_end(&mut rest).unwrap();
+    let all = [first, rest].concat();
+    let text = String::from_utf8_lossy(&all);
+    assert!(
+        text.contains("last-line\n") && text.ends_with("0\r\n\r\n"),
+        "the log was cut after {} bytes: ...{:?}",
+        all.len(),
+        &text[text.len().saturating_sub(200)..]
+    );
+    for mut c in idle.drain(..) {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    let _ = reader.kill();
+    let _ = reader.wait();
+    n.node.assert_agent_alive();
+}
