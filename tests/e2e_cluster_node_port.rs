@@ -27,7 +27,15 @@ use std::time::Duration;
 fn api_websocket(kube: &Kube, path: &str) -> (String, String) {
     let pki = kube.dir().join("pki");
     let out = Command::new("curl")
-        .args(["-sS", "-N", "--max-time", "10", "-w", "\n%{http_code}"])
+        .args([
+            "-sS",
+            "-N",
+            "--http1.1",
+            "--max-time",
+            "10",
+            "-w",
+            "\n%{http_code}",
+        ])
         .arg("--cacert")
         .arg(pki.join("ca.crt"))
         .arg("--cert")
@@ -75,7 +83,7 @@ fn a_cluster_pod_named_as_a_local_pod_reaches_nothing_the_mirror_reaches_it() {
     let image = c.test_image();
 
     // The device owner's local pod, and its mirror in the API.
-    let secret = "the owner's secret";
+    let secret = "owner-secret-42";
     let script = format!("echo {secret}; exec sleep 3600");
     n.node.apply(&agent_support::pod(
         OWNER,

@@ -472,4 +472,28 @@ mod tests {
         assert_eq!(decide(None, None, false), Step::Nothing);
         assert_eq!(decide(None, Some(&Known::default()), false), Step::Nothing);
     }
+
+    #[test]
+    fn only_a_name_the_api_shows_as_this_nodes_mirror_stands_for_a_local_pod() {
+        use crate::kubelet_api::{Mirror, MirrorNames};
+        let bound = Rc::new(Bound::default());
+        let key = |n: &str| ("ns".to_string(), n.to_string());
+        bound.update(&key("web-gw1"), |k| *k = mirror("m1", "h1", false));
+        bound.update(&key("db-gw2"), |k| *k = mirror("m2", "h1", false));
+        // A tenant's pod of a mirror's name: no mirror annotation.
+        bound.update(&key("app-gw1"), |k| k.uid = "t1".into());
+        let m = ApiMirrors {
+            bound,
+            node_name: "gw1".into(),
+        };
+        let web = Mirror {
+            local: "web".into(),
+            uid: "m1".into(),
+        };
+        assert_eq!(m.mirror("ns", "web-gw1"), Some(web));
+        assert_eq!(m.mirror("other", "web-gw1"), None);
+        assert_eq!(m.mirror("ns", "db-gw2"), None, "another node's name");
+        assert_eq!(m.mirror("ns", "app-gw1"), None);
+        assert_eq!(m.mirror("ns", "web"), None);
+    }
 }
