@@ -6,7 +6,8 @@
 //!   (`NAME-NODE`) is how the cluster reaches it;
 //! - a multi-port port-forward as the API server sends it (`port=8080,8081`) opens;
 //! - connections that authenticate with a certificate of the cluster CA and send
-//!   nothing (a stolen gateway's, say) do not close an authorized request in progress.
+//!   nothing (a stolen gateway's, say) do not close another client's request in
+//!   progress (its head half sent), nor keep a new one from being answered.
 
 mod agent_support;
 mod common;
@@ -214,8 +215,7 @@ fn idle_authenticated_connections_never_close_an_authorized_request() {
     let c = Containerd::start();
     let n = api_node(kube, &c, NODE);
     namespace(kube, NS);
-    // A log of about 2.6 MB: more than the socket buffers hold, so its answer is
-    // still being written while the client holds back.
+    // A log of about 2.6 MB, read whole at the end.
     let script = "i=0; while [ $i -lt 40000 ]; do \
                   echo line-$i-abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyz; \
                   i=$((i+1)); done; echo last-line; exec sleep 3600";
@@ -234,23 +234,19 @@ fn idle_authenticated_connections_never_close_an_authorized_request() {
         (code == "200" && body.ends_with("last-line\n")).then_some(())
     });
 
-    // The authorized request: its answer starts, then the client stops reading.
+    // The authorized client's request: the TLS handshake done, half of its head sent
+    // (as the API server's request waits for its review, or a slow network).
     let mut reader = tls_client(&n, &admin);
     let head = format!("GET {path} HTTP/1.1\r\nHost: node\r\n\r\n");
-    reader
-        .stdin
-        .as_mut()
-        .unwrap()
-        .write_all(head.as_bytes())
-        .unwrap();
-    let mut out = reader.stdout.take().unwrap();
-    let mut first = vec![0u8; 4096];
-    out.read_exact(&mut first).unwrap();
-    assert!(first.starts_with(b"HTTP/1.1 200"), "{:?}", &first[..64]);
+    let (early, late) = head.split_at(head.len() / 2);
+    let stdin = reader.stdin.as_mut().unwrap();
+    stdin.write_all(early.as_bytes()).unwrap();
+    stdin.flush().unwrap();
+    std::thread::sleep(Duration::from_secs(1));
 
     // 24 connections with a certificate of the cluster CA whose user may do nothing
     // here (another gateway's), authenticated and idle: more than the node holds
-    // authorized connections in short requests (16).
+    // trusted connections in short requests (16).
     let stolen = issue(
         &n.pki,
         "stolen",
@@ -263,15 +259,21 @@ fn idle_authenticated_connections_never_close_an_authorized_request() {
     // A new authorized request is answered meanwhile ...
     let (_, code, _) = n.curl("/healthz", Some(&admin));
     assert_eq!(code, "200");
-    // ... and the one in progress was not closed for them: the rest of the log, to its
-    // last chunk.
-    let mut rest = Vec::new();
-    out.read_to_end(&mut rest).unwrap();
-    let all = [first, rest].concat();
+    // ... and the one in progress was not closed for them: the rest of its head goes
+    // out, the whole log comes back, to its last chunk.
+    let stdin = reader.stdin.as_mut().unwrap();
+    // A closed connection: openssl has exited, its stdin is a broken pipe.
+    let sent = stdin.write_all(late.as_bytes()).and_then(|_| stdin.flush());
+    let mut all = Vec::new();
+    let _ = reader.stdout.take().unwrap().read_to_end(&mut all);
     let text = String::from_utf8_lossy(&all);
     assert!(
-        text.contains("last-line\n") && text.ends_with("0\r\n\r\n"),
-        "the log was cut after {} bytes: ...{:?}",
+        sent.is_ok()
+            && text.starts_with("HTTP/1.1 200")
+            && text.contains("last-line\n")
+            && text.ends_with("0\r\n\r\n"),
+        "the request was closed (sending the rest of its head: {sent:?}; {} bytes \
+         received): {:?}",
         all.len(),
         &text[text.len().saturating_sub(200)..]
     );
