@@ -15,8 +15,8 @@
 //! untrusted: anyone holding a certificate of the cluster CA gets that far (a stolen
 //! gateway's, say). Its user is held by a bound of its own besides
 //! ([`Limits::per_user`], however many addresses it comes from; past it the user's
-//! oldest untrusted connection is closed), unless a request of that user was
-//! authorized lately. Only a connection whose request was authorized becomes *trusted*
+//! oldest untrusted connection is closed), unless a request of that user, or from
+//! that address, was authorized lately (the API server's, opening many at once). Only a connection whose request was authorized becomes *trusted*
 //! ([`Ticket::authorized`]): untrusted newcomers never close it. Trusted connections
 //! have their own bound ([`Limits::trusted`]; past it the oldest other trusted one is
 //! closed), and one that takes itself out ([`Ticket::exempt`]: an authorized long-lived
@@ -49,8 +49,9 @@ pub struct Limits {
     pub untrusted: usize,
     /// Untrusted connections of one peer at once.
     pub per_peer: usize,
-    /// Authenticated but not authorized connections of one user at once (a user whose
-    /// request was authorized within [`KNOWN_FOR`] is held by the other bounds only).
+    /// Authenticated but not authorized connections of one user at once (a user, or a
+    /// peer, whose request was authorized within [`KNOWN_FOR`] is held by the other
+    /// bounds only).
     pub per_user: usize,
     /// Trusted connections at once, besides the exempt ones.
     pub trusted: usize,
@@ -107,12 +108,12 @@ pub struct Ticket {
 impl Ticket {
     /// The client authenticated as `user`: still untrusted, and now held by the bound
     /// per user too (the user's oldest untrusted connection is closed past it), unless
-    /// a request of `user` was authorized within [`KNOWN_FOR`].
+    /// a request of `user` or from this peer was authorized within [`KNOWN_FOR`].
     pub fn authenticated(&self, user: &str) {
         if self.place.user.set(user.to_string()).is_err() {
             return;
         }
-        let victim = self.table.over_user(user, &self.place);
+        let victim = self.table.over_user(user, self.peer, &self.place);
         self.table.close(victim);
     }
 
@@ -257,10 +258,13 @@ impl Table {
         victim.and_then(|i| conns.remove(i)).map(|c| c.task)
     }
 
-    /// Takes out the oldest untrusted connection of `user` other than `newcomer`'s when
-    /// the user holds more than its bound and none of its requests was authorized lately.
-    fn over_user(&self, user: &str, newcomer: &Rc<Place>) -> Option<Task<()>> {
-        if self.known_users.borrow().is_known(user, Instant::now()) {
+    /// Takes out the oldest untrusted connection of `user` other than `newcomer`'s (from
+    /// `peer`) when the user holds more than its bound, unless the user or the peer had
+    /// a request authorized lately.
+    fn over_user(&self, user: &str, peer: IpAddr, newcomer: &Rc<Place>) -> Option<Task<()>> {
+        let now = Instant::now();
+        if self.known_users.borrow().is_known(user, now) || self.known.borrow().is_known(&peer, now)
+        {
             return None;
         }
         let mut conns = self.conns.borrow_mut();
@@ -562,6 +566,16 @@ mod tests {
                 many.push(s);
             }
             for s in &mut many {
+                assert!(alive(s).await);
+            }
+            // Another user from that address too (the API server's host).
+            let mut other = Vec::new();
+            for _ in 0..4 {
+                let mut s = connect(2, addr).await;
+                command(&mut s, Some(b'M')).await.unwrap();
+                other.push(s);
+            }
+            for s in &mut other {
                 assert!(alive(s).await);
             }
         });

@@ -19,7 +19,7 @@
 //! authorized (in the TLS handshake, without a client certificate, authenticated and
 //! waiting for their request or its review, or refused), at most [`MAX_PER_PEER`] of
 //! them from one address and [`MAX_PER_USER`] of one authenticated user (unless a
-//! request of that user was authorized lately), which never close an authorized one;
+//! request of that user, or from that address, was authorized lately), which never close an authorized one;
 //! at most [`MAX_CONNECTIONS`] authorized ones in a short request, plus at most
 //! `apiServer.maxStreams` authorized long-lived ones (streams, followed logs:
 //! [`slots`], never closed for a newcomer). A certificate of the cluster CA alone (a
@@ -76,8 +76,8 @@ pub const MAX_UNTRUSTED: usize = 32;
 /// Connections not yet authenticated from one address (an IPv6 /64) at once.
 pub const MAX_PER_PEER: usize = 8;
 /// Connections of one user authenticated but not (yet) authorized at once, from any
-/// number of addresses (a user whose request was authorized lately is held by the
-/// other bounds only: an API server opens many streams at once).
+/// number of addresses (a user, or an address, whose request was authorized lately is
+/// held by the other bounds only: an API server opens many streams at once).
 pub const MAX_PER_USER: usize = 4;
 /// What is read and dropped after an answer, at most, before closing.
 const LINGER_BYTES: usize = 64 << 10;
