@@ -4,7 +4,8 @@
 //!   refused there) reaches nothing: `kubectl logs`, and exec and port-forward through
 //!   the API server, get an error and never the local pod, whose mirror
 //!   (`NAME-NODE`) is how the cluster reaches it;
-//! - a multi-port port-forward as the API server sends it (`port=8080,8081`) opens;
+//! - a two-port forward as the API server sends it (`port=8080,8081`) reaches each
+//!   port, through a WebSocket of the API server (v4.channel.k8s.io);
 //! - connections that authenticate with a certificate of the cluster CA and send
 //!   nothing (a stolen gateway's, say) do not close another client's request in
 //!   progress (its head half sent), nor keep a new one from being answered.
@@ -61,6 +62,91 @@ fn api_websocket(kube: &Kube, path: &str) -> (String, String) {
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
     (code.to_string(), body.to_string())
+}
+
+/// A WebSocket port-forward (`v4.channel.k8s.io`) of two ports through the API server
+/// as its admin (TLS by `openssl s_client`): an HTTP/1.0 GET sent on each port's data
+/// channel (0 and 2); what came back on each of channels 0 to 3 within 15 s.
+fn forward_two(kube: &Kube, path: &str) -> Vec<String> {
+    use tinylet::cri::websocket::{encode_binary, Decoder, Message};
+    let pki = kube.dir().join("pki");
+    let authority = kube.api_url().trim_start_matches("https://").to_string();
+    let mut tls = Command::new("openssl")
+        .args(["s_client", "-quiet", "-connect", &authority, "-CAfile"])
+        .arg(pki.join("ca.crt"))
+        .arg("-cert")
+        .arg(pki.join("admin.crt"))
+        .arg("-key")
+        .arg(pki.join("admin.key"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = tls.id().to_string();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(15));
+        let _ = Command::new("kill").arg(&pid).status();
+    });
+    let head = format!(
+        "GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: Upgrade\r\n\
+         Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n\
+         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+         Sec-WebSocket-Protocol: v4.channel.k8s.io\r\n\r\n"
+    );
+    let mut stdin = tls.stdin.take().unwrap();
+    let mut out = tls.stdout.take().unwrap();
+    let _ = stdin.write_all(head.as_bytes());
+    let mut by_channel = vec![String::new(); 4];
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 16384];
+    // The answer's head, then the frames.
+    let rest = loop {
+        match out.read(&mut chunk) {
+            Ok(n) if n > 0 => buf.extend_from_slice(&chunk[..n]),
+            _ => {
+                let _ = tls.kill();
+                let _ = tls.wait();
+                return by_channel;
+            }
+        }
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            if !buf.starts_with(b"HTTP/1.1 101") {
+                let _ = tls.kill();
+                let _ = tls.wait();
+                return by_channel;
+            }
+            break buf.split_off(i + 4);
+        }
+    };
+    for channel in [0u8, 2] {
+        let get = [&[channel][..], b"GET / HTTP/1.0\r\n\r\n"].concat();
+        let _ = stdin.write_all(&encode_binary(&get));
+    }
+    let _ = stdin.flush();
+    let mut frames = Decoder::new(1 << 20);
+    frames.push(&rest);
+    loop {
+        while let Ok(Some(m)) = frames.next_message() {
+            if let Message::Binary(data) = m {
+                if let Some((c, body)) = data.split_first().filter(|(c, _)| **c < 4) {
+                    by_channel[usize::from(*c)].push_str(&String::from_utf8_lossy(body));
+                }
+            }
+        }
+        let done = by_channel[0].contains("from-8080") && by_channel[2].contains("from-8081");
+        if done {
+            break;
+        }
+        match out.read(&mut chunk) {
+            Ok(n) if n > 0 => frames.push(&chunk[..n]),
+            _ => break,
+        }
+    }
+    drop(stdin);
+    let _ = tls.kill();
+    let _ = tls.wait();
+    by_channel
 }
 
 /// `kubectl logs -n NS POD`: (success, stdout, stderr).
@@ -167,24 +253,25 @@ fn a_cluster_pod_named_as_a_local_pod_reaches_nothing_the_mirror_reaches_it() {
     let (ok, out, err) = kubectl_logs(kube, LOCAL_NS, &mirror);
     assert!(ok && out == format!("{secret}\n"), "{out}{err}");
 
-    // A multi-port port-forward as the API server sends it (`port=8080,8081` to the
-    // node) opens: the runtime's streaming server switches protocols.
-    pod(
-        kube,
-        LOCAL_NS,
-        NODE,
-        "kapi-two-ports",
-        image,
-        "exec sleep 3600",
-    );
+    // A two-port forward as a WebSocket client asks the API server for it
+    // (`ports=8080&ports=8081`; the node gets `port=8080,8081`): each port's channel
+    // reaches its own httpd.
+    let serve_two = "mkdir -p /d/a /d/b; echo from-8080 > /d/a/index.html; \
+                     echo from-8081 > /d/b/index.html; httpd -p 8081 -h /d/b; \
+                     exec httpd -f -p 8080 -h /d/a";
+    pod(kube, LOCAL_NS, NODE, "kapi-two-ports", image, serve_two);
     let two = format!(
         "/api/v1/namespaces/{LOCAL_NS}/pods/kapi-two-ports/portforward?ports=8080&ports=8081"
     );
-    let (code, body) = wait_for("the two-port forward", START, || {
-        let r = api_websocket(kube, &two);
-        (r.0 != "404" && r.0 != "500").then_some(r)
+    let got = wait_for("both forwarded ports to answer", START, || {
+        let by_channel = forward_two(kube, &two);
+        let answered = by_channel[0].contains("from-8080") && by_channel[2].contains("from-8081");
+        answered.then_some(by_channel)
     });
-    assert_eq!(code, "101", "{body}");
+    assert!(
+        !got[0].contains("from-8081") && !got[2].contains("from-8080"),
+        "{got:?}"
+    );
     n.node.assert_agent_alive();
 }
 
