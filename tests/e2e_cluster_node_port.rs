@@ -4,8 +4,8 @@
 //!   refused there) reaches nothing: `kubectl logs`, and exec and port-forward through
 //!   the API server, get an error and never the local pod, whose mirror
 //!   (`NAME-NODE`) is how the cluster reaches it;
-//! - a two-port forward as the API server sends it (`port=8080,8081`) reaches each
-//!   port, through a WebSocket of the API server (v4.channel.k8s.io);
+//! - a two-port forward reaches each port: as the API server sends a WebSocket
+//!   client's (`port=8080,8081`, v4.channel.k8s.io) and as kubectl's (SPDY);
 //! - connections that authenticate with a certificate of the cluster CA and send
 //!   nothing (a stolen gateway's, say) do not close another client's request in
 //!   progress (its head half sent), nor keep a new one from being answered.
@@ -86,7 +86,10 @@ fn forward_two(kube: &Kube, path: &str) -> Vec<String> {
     let pid = tls.id().to_string();
     std::thread::spawn(move || {
         std::thread::sleep(Duration::from_secs(15));
-        let _ = Command::new("kill").arg(&pid).status();
+        let _ = Command::new("kill")
+            .arg(&pid)
+            .stderr(Stdio::null())
+            .status();
     });
     let head = format!(
         "GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: Upgrade\r\n\
@@ -272,6 +275,24 @@ fn a_cluster_pod_named_as_a_local_pod_reaches_nothing_the_mirror_reaches_it() {
         !got[0].contains("from-8081") && !got[2].contains("from-8080"),
         "{got:?}"
     );
+    // And as kubectl (v1.20, SPDY: no ports in the query, one per stream's headers).
+    let (a, b) = (free_port(), free_port());
+    let (mut fwd, mut out) = spawn_piped(kubectl_ns(
+        kube,
+        LOCAL_NS,
+        &[
+            "port-forward",
+            "kapi-two-ports",
+            &format!("{a}:8080"),
+            &format!("{b}:8081"),
+        ],
+    ));
+    let first = line(&mut out, "kubectl port-forward");
+    assert!(first.starts_with("Forwarding from"), "{first}");
+    assert_eq!(forwarded_page(a), b"from-8080\n");
+    assert_eq!(forwarded_page(b), b"from-8081\n");
+    let _ = fwd.kill();
+    let _ = fwd.wait();
     n.node.assert_agent_alive();
 }
 
