@@ -8,9 +8,9 @@
 //!   `store::cluster_beside`) or the node refused it at admission;
 //! - else a local pod (`tinylet apply`, firmware) only through its mirror: when the
 //!   API object under that name is this node's mirror pod (`NAME-NODE`, with the mirror
-//!   annotation, as the uplink last saw it: [`MirrorNames`]), the local pod it stands
-//!   for, unless refused at admission (a request's uid may be the local pod's or the
-//!   mirror's);
+//!   annotation naming the local pod's current hash, as the uplink last saw it:
+//!   [`MirrorNames`]), the local pod it stands for, unless refused at admission (a
+//!   request's uid may be the local pod's or the mirror's);
 //! - else nothing: 404 with kubelet's words, as for a pod that is not on the node.
 //!
 //! A local pod is never found by its bare name: a tenant who may create pods could
@@ -26,6 +26,7 @@ use crate::http::query::Refused;
 use crate::model::pod::Pod;
 use crate::model::status::{PodPhase, PodStatus};
 use crate::model::Object;
+use crate::store::local_pods::{hash_text, pod_digest};
 use crate::store::{Kind, Store};
 
 /// The local pod whose mirror the API shows under a name.
@@ -35,6 +36,10 @@ pub struct Mirror {
     pub local: String,
     /// The mirror pod's uid in the API.
     pub uid: String,
+    /// Its `kubernetes.io/config.mirror` annotation: the hash of the local pod it was
+    /// made from (anyone who may create pods can set the annotation; only the node
+    /// knows a local pod's hash before its mirror shows it).
+    pub hash: String,
 }
 
 /// Which API pod names are this node's mirror pods, as the uplink last saw the API
@@ -103,6 +108,11 @@ pub fn resolve(
     let Object::Pod(pod) = local else {
         return Err(not_found("not a pod"));
     };
+    if hash_text(pod_digest(&pod)) != mirror.hash {
+        // Not made from this version of the local pod: an older mirror the node is
+        // replacing, or one someone else made.
+        return Err(not_found("a mirror of another version of the local pod"));
+    }
     if refused_at_admission(store.read_status(ns, &mirror.local).as_ref()) {
         return Err(not_found("its local pod was refused at admission"));
     }
@@ -161,10 +171,24 @@ mod tests {
     }
 
     impl Shown {
-        fn with(mut self, ns: &str, api: &str, local: &str, uid: &str) -> Shown {
+        /// The API shows `ns/api` as the mirror (`uid`) of `local` as the store holds it
+        /// now (its hash).
+        fn with(self, s: &mut Store, ns: &str, api: &str, local: &str, uid: &str) -> Shown {
+            let hash = match s.get_local(Kind::Pod, ns, local) {
+                Ok(Some(e)) => match e.object {
+                    Object::Pod(p) => hash_text(pod_digest(&p)),
+                    _ => "not-a-pod".into(),
+                },
+                _ => "no-such-local-pod".into(),
+            };
+            self.with_hash(ns, api, local, uid, &hash)
+        }
+
+        fn with_hash(mut self, ns: &str, api: &str, local: &str, uid: &str, hash: &str) -> Shown {
             let m = Mirror {
                 local: local.into(),
                 uid: uid.into(),
+                hash: hash.into(),
             };
             self.0.insert((ns.into(), api.into()), m);
             self
@@ -226,7 +250,7 @@ mod tests {
         let none = Shown::default();
         assert_eq!(found(s, &none, ask("ns", "web", None)), Err(404));
         assert_eq!(found(s, &none, ask("ns", "web-gw1", None)), Err(404));
-        let shown = Shown::default().with("ns", "web-gw1", "web", "mirror-uid");
+        let shown = Shown::default().with(s, "ns", "web-gw1", "web", "mirror-uid");
         assert_eq!(found(s, &shown, ask("ns", "web", None)), Err(404));
         assert_eq!(
             found(s, &shown, ask("ns", "web-gw1", None)),
@@ -243,8 +267,14 @@ mod tests {
         );
         assert_eq!(found(s, &shown, ask("other", "web-gw1", None)), Err(404));
         // A mirror whose local pod is gone reaches nothing.
-        let stale = Shown::default().with("ns", "gone-gw1", "gone", "u");
+        let stale = Shown::default().with(s, "ns", "gone-gw1", "gone", "u");
         assert_eq!(found(s, &stale, ask("ns", "gone-gw1", None)), Err(404));
+        // Nor one of another hash: a mirror made from an older version of the pod, or
+        // one a tenant made with the annotation (any pod creator may set it).
+        let forged = Shown::default().with_hash("ns", "web-gw1", "web", "t", "0123");
+        assert_eq!(found(s, &forged, ask("ns", "web-gw1", None)), Err(404));
+        local(s, "ns", "web", "local-uid-2");
+        assert_eq!(found(s, &shown, ask("ns", "web-gw1", None)), Err(404));
     }
 
     #[test]
@@ -253,7 +283,7 @@ mod tests {
         local(s, "ns", "web", "local-uid");
         cluster(s, "ns", "web", "tenant-uid");
         let _ = s.desired_pods_keeping_damaged();
-        let shown = Shown::default().with("ns", "web-gw1", "web", "mirror-uid");
+        let shown = Shown::default().with(s, "ns", "web-gw1", "web", "mirror-uid");
         assert_eq!(found(s, &shown, ask("ns", "web", None)), Err(404));
         assert_eq!(
             found(s, &shown, ask("ns", "web", Some("tenant-uid"))),
@@ -275,7 +305,7 @@ mod tests {
         let s = &mut store("taken");
         local(s, "ns", "web", "local-uid");
         cluster(s, "ns", "web-gw1", "tenant-uid");
-        let stale = Shown::default().with("ns", "web-gw1", "web", "old-mirror");
+        let stale = Shown::default().with(s, "ns", "web-gw1", "web", "old-mirror");
         for m in [&Shown::default(), &stale] {
             let got = found(s, m, ask("ns", "web-gw1", None));
             assert_eq!(got, Ok("tenant-uid".into()));
@@ -314,7 +344,7 @@ mod tests {
         let s = &mut store("local-refused");
         local(s, "ns", "web", "local-uid");
         refuse(s, "ns", "web");
-        let shown = Shown::default().with("ns", "web-gw1", "web", "mirror-uid");
+        let shown = Shown::default().with(s, "ns", "web-gw1", "web", "mirror-uid");
         assert_eq!(found(s, &shown, ask("ns", "web-gw1", None)), Err(404));
     }
 }

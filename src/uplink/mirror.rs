@@ -113,7 +113,8 @@ pub fn seen(up: &Uplink, bound: &Bound, key: &PodName, obj: &Value) -> bool {
 /// This node's mirror pods as the kubelet API resolves names: an API pod name stands
 /// for a local pod only while the pod source last saw a pod of that name bound to this
 /// node with the mirror annotation (a tenant's pod under the name, cached or refused,
-/// is not one).
+/// is not one; the kubelet API also checks the annotation's hash against the local
+/// pod's, since anyone who may create pods can set it).
 pub struct ApiMirrors {
     /// What the pod source knows of the pods bound to the node.
     pub bound: Rc<Bound>,
@@ -124,11 +125,12 @@ pub struct ApiMirrors {
 impl crate::kubelet_api::MirrorNames for ApiMirrors {
     fn mirror(&self, ns: &str, name: &str) -> Option<crate::kubelet_api::Mirror> {
         let known = self.bound.get(&(ns.to_string(), name.to_string()))?;
-        known.mirror.as_ref()?;
+        let seen = known.mirror?;
         let local = mirror_pod::local_name(name, &self.node_name)?;
         Some(crate::kubelet_api::Mirror {
             local: local.to_string(),
             uid: known.uid,
+            hash: seen.hash,
         })
     }
 }
@@ -489,6 +491,7 @@ mod tests {
         let web = Mirror {
             local: "web".into(),
             uid: "m1".into(),
+            hash: "h1".into(),
         };
         assert_eq!(m.mirror("ns", "web-gw1"), Some(web));
         assert_eq!(m.mirror("other", "web-gw1"), None);
