@@ -97,13 +97,22 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
     #[cfg(feature = "uplink")]
     let uplink = crate::uplink::agent::new(&ctx)
         .map_err(|e| CliError::failed(format!("apiServer.kubeconfig: {e}")))?;
+    // What the uplink's pod tasks learn of the pods bound to the node, which the
+    // kubelet API reads to tell this node's mirror pods.
+    #[cfg(feature = "uplink")]
+    let bound = Rc::new(crate::uplink::pods_bound::Bound::default());
     #[cfg(feature = "uplink")]
     if let Some(u) = &uplink {
+        let mirrors = crate::uplink::mirror::ApiMirrors {
+            bound: bound.clone(),
+            node_name: u.node_name.clone(),
+        };
         let parts = crate::kubelet_api::Parts {
             ctx: ctx.clone(),
             port: u.kubelet_port.clone(),
             counters: u.kubelet_api_bytes.clone(),
             authz: Box::new(crate::uplink::authz::Authorizer::new(u.clone())),
+            mirrors: Rc::new(mirrors),
         };
         crate::kubelet_api::start(parts, u.clone())
             .map_err(|e| CliError::failed(format!("kubelet API (apiServer): {e}")))?;
@@ -126,7 +135,7 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
         wait_for_runtime(&ctx).await;
         #[cfg(feature = "uplink")]
         if let Some(u) = &uplink {
-            crate::uplink::tasks::start(u);
+            crate::uplink::tasks::start(u, bound);
         }
         // The start's code (and a rare event's) is not kept mapped: see code_pages.
         if ctx.cfg.code_page_trim {

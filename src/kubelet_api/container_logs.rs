@@ -7,13 +7,14 @@
 //!
 //! Read with `crate::logs` (as `tinylet logs`), a bounded piece at a time.
 
-use super::lookup;
+use super::pod_names::{self, Asked};
+use super::KubeletApi;
 use crate::config::Config;
 use crate::http;
 use crate::http::query::{boolean, decode, number, Refused};
 use crate::logs::files;
 use crate::logs::read::{LogStream, ReadOptions, Step, FOLLOW_POLL};
-use crate::store::Store;
+use crate::model::Pod;
 use async_io::Timer;
 use smol::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use std::path::PathBuf;
@@ -103,14 +104,25 @@ impl LogRequest {
         self.follow && !self.previous
     }
 
-    /// The files to read, from the pod in the store and its log directory.
-    fn files(&self, cfg: &Config) -> Result<(PathBuf, u32, Vec<PathBuf>), Refused> {
-        let (ns, name, c) = (&self.ns, &self.pod, &self.container);
-        let pod = lookup::pod(cfg, ns, name)?;
-        lookup::container(&pod, name, c)?;
+    /// The pod and container the request names ([`pod_names`]).
+    fn pod(&self, api: &KubeletApi) -> Result<Box<Pod>, Refused> {
+        let pod = api.pod(Asked {
+            ns: &self.ns,
+            name: &self.pod,
+            uid: None,
+        })?;
+        pod_names::container(&pod, &self.pod, &self.container)?;
+        Ok(pod)
+    }
+
+    /// The files to read, from the pod's log directory (`pod` as the store names it:
+    /// a local pod under its own name, not its mirror's).
+    fn files(&self, cfg: &Config, pod: &Pod) -> Result<(PathBuf, u32, Vec<PathBuf>), Refused> {
+        let (c, name) = (&self.container, &self.pod);
+        let m = &pod.metadata;
         let dir = cfg
             .pod_logs_dir
-            .join(format!("{ns}_{name}_{}", pod.metadata.uid))
+            .join(format!("{}_{}_{}", m.namespace, m.name, m.uid))
             .join(c);
         let io_error = |e: std::io::Error| Refused(500, format!("{}: {e}", dir.display()));
         let instance = match files::pick_instance(&dir, self.previous).map_err(io_error)? {
@@ -130,14 +142,15 @@ impl LogRequest {
         Ok((dir, instance, list))
     }
 
-    /// Whether the followed instance is gone: a newer one started, the pod left the node,
-    /// or its status no longer says running.
-    fn gone(&self, cfg: &Config, dir: &std::path::Path, instance: u32) -> bool {
+    /// Whether the followed instance of `pod`'s container is gone: a newer one started,
+    /// the pod left the node, or its status no longer says running.
+    fn gone(&self, api: &KubeletApi, pod: &Pod, dir: &std::path::Path, instance: u32) -> bool {
         if files::newer_instance(dir, instance) || !dir.exists() {
             return true;
         }
-        let store = Store::open_read_only(cfg);
-        let Some(status) = store.read_status(&self.ns, &self.pod) else {
+        let m = &pod.metadata;
+        let status = api.ctx.store.borrow().read_status(&m.namespace, &m.name);
+        let Some(status) = status else {
             return true;
         };
         let running = status
@@ -151,11 +164,18 @@ impl LogRequest {
 }
 
 /// Serves the request on `stream`: an error answer, or the log as a chunked body.
-pub async fn serve<S>(stream: &mut S, cfg: &Config, req: &LogRequest) -> std::io::Result<()>
+pub(super) async fn serve<S>(
+    stream: &mut S,
+    api: &KubeletApi,
+    req: &LogRequest,
+) -> std::io::Result<()>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let (dir, instance, list) = match req.files(cfg) {
+    let found = req
+        .pod(api)
+        .and_then(|pod| Ok((req.files(&api.ctx.cfg, &pod)?, pod)));
+    let ((dir, instance, list), pod) = match found {
         Ok(f) => f,
         Err(refused) => return refused.answer().write_to(stream).await,
     };
@@ -177,7 +197,7 @@ where
             Step::More => {}
             Step::End => break,
             Step::Idle => {
-                if req.gone(cfg, &dir, instance) {
+                if req.gone(api, &pod, &dir, instance) {
                     // What the container wrote last is read before ending.
                     piece.clear();
                     let _ = logs.fill(&mut piece, PIECE)?;

@@ -3,6 +3,9 @@
 //! request per connection, the HTTP/1.1 code and connection bounds it shares with the
 //! local status endpoint (`crate::http`).
 //!
+//! The pod a request names is the pod the API server names, never another of the
+//! node's: a local pod only under its mirror's name ([`pod_names`]).
+//!
 //! Every request is authenticated and authorized as kubelet does with anonymous auth
 //! off and webhook authorization: the client certificate's CN and O ([`auth`]), then an
 //! [`Authorize`] asked about `nodes/<subresource>` (the agent's is a cached
@@ -13,11 +16,15 @@
 //! endpoint, kubelet's `/metrics/resource` (node and container CPU and memory).
 //!
 //! Bounded (`crate::http::accept`): at most [`MAX_UNTRUSTED`] connections not yet
-//! authenticated (in the TLS handshake, or without a client certificate), at most
-//! [`MAX_PER_PEER`] of them from one address, which never close an authenticated one;
-//! at most [`MAX_CONNECTIONS`] authenticated ones in a short request, plus at most
+//! authorized (in the TLS handshake, without a client certificate, authenticated and
+//! waiting for their request or its review, or refused), at most [`MAX_PER_PEER`] of
+//! them from one address and [`MAX_PER_USER`] of one authenticated user (unless a
+//! request of that user, or from that address, was authorized lately), which never close an authorized one;
+//! at most [`MAX_CONNECTIONS`] authorized ones in a short request, plus at most
 //! `apiServer.maxStreams` authorized long-lived ones (streams, followed logs:
-//! [`slots`], never closed for a newcomer). The handshake is bounded in time and in the
+//! [`slots`], never closed for a newcomer). A certificate of the cluster CA alone (a
+//! stolen gateway's) buys no trust: the connection counts as trusted only once its
+//! request was authorized. The handshake is bounded in time and in the
 //! thread's CPU ([`handshake`]); then a request head of [`http::MAX_HEAD`],
 //! [`SETUP_DEADLINE`] from accept to an authorized request (handshake, head, review),
 //! then each write at most `WRITE_WAIT`. While nobody connects it costs nothing: the
@@ -28,7 +35,7 @@
 mod auth;
 mod container_logs;
 mod handshake;
-mod lookup;
+mod pod_names;
 mod relay;
 mod serving;
 mod slots;
@@ -36,13 +43,16 @@ mod stream;
 
 pub use auth::{Attributes, Authorize, AuthorizeError, Decision, User};
 pub use container_logs::LogRequest;
+pub use pod_names::{Mirror, MirrorNames};
 pub use serving::{Sign, Signing};
 pub use stream::{StreamKind, StreamRequest};
 
 use crate::agent::context::Context;
 use crate::http::accept::{accept_bounded, Limits, Ticket};
+use crate::http::query::Refused as RefusedRequest;
 use crate::http::{self, Answer, Head};
 use crate::metrics::Refused;
+use crate::model::Pod;
 use crate::tls::counters::Counters;
 use crate::tls::kubeconfig;
 use crate::tls::server::{self as tls, TlsConn};
@@ -56,14 +66,19 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Authenticated connections served at once besides the long-lived ones ([`slots`]);
+/// Authorized connections served at once besides the long-lived ones ([`slots`]);
 /// the oldest is closed for a new one past this.
 pub const MAX_CONNECTIONS: usize = 16;
-/// Connections not yet authenticated at once; past it one of the peer holding most is
-/// closed for a newcomer.
+/// Connections not yet authorized at once (in the handshake, without a certificate, or
+/// authenticated and waiting for their request or its review, or refused); past it
+/// one of the peer holding most is closed for a newcomer.
 pub const MAX_UNTRUSTED: usize = 32;
 /// Connections not yet authenticated from one address (an IPv6 /64) at once.
 pub const MAX_PER_PEER: usize = 8;
+/// Connections of one user authenticated but not (yet) authorized at once, from any
+/// number of addresses (a user, or an address, whose request was authorized lately is
+/// held by the other bounds only: an API server opens many streams at once).
+pub const MAX_PER_USER: usize = 4;
 /// What is read and dropped after an answer, at most, before closing.
 const LINGER_BYTES: usize = 64 << 10;
 /// How long the client may take to close after the answer.
@@ -77,6 +92,8 @@ struct KubeletApi {
     tls: Arc<ServerConfig>,
     /// Who decides whether a request may be served.
     authz: Box<dyn Authorize>,
+    /// Which API names are this node's mirror pods ([`pod_names`]).
+    mirrors: Rc<dyn MirrorNames>,
     /// TLS bytes of the kubelet API (not the uplink's).
     counters: Rc<Counters>,
     /// Long-lived requests open now: exec, attach and port-forward streams, followed
@@ -95,6 +112,12 @@ impl KubeletApi {
             None => get(&Default::default()),
         }
     }
+
+    /// The pod a request names, as the API server names it ([`pod_names`]).
+    fn pod(&self, asked: pod_names::Asked<'_>) -> Result<Box<Pod>, RefusedRequest> {
+        let store = &mut self.ctx.store.borrow_mut();
+        pod_names::resolve(store, &*self.mirrors, asked)
+    }
 }
 
 /// What the kubelet API serves from and reports to.
@@ -107,6 +130,8 @@ pub struct Parts {
     pub counters: Rc<Counters>,
     /// Who decides whether a request may be served.
     pub authz: Box<dyn Authorize>,
+    /// Which API names are this node's mirror pods (the uplink's view of the API).
+    pub mirrors: Rc<dyn MirrorNames>,
 }
 
 /// Serves the kubelet API when `apiServer` names a port and a certificate (files, or
@@ -169,6 +194,7 @@ fn listen(parts: Parts, addr: std::net::SocketAddr, tls: Arc<ServerConfig>) {
         ctx: parts.ctx,
         tls,
         authz: parts.authz,
+        mirrors: parts.mirrors,
         counters: parts.counters,
         streams: Default::default(),
         handshakes: handshake::CpuShare::new(
@@ -179,6 +205,7 @@ fn listen(parts: Parts, addr: std::net::SocketAddr, tls: Arc<ServerConfig>) {
     let limits = Limits {
         untrusted: MAX_UNTRUSTED,
         per_peer: MAX_PER_PEER,
+        per_user: MAX_PER_USER,
         trusted: MAX_CONNECTIONS,
         on_evict: || crate::metrics::kubelet_api_refused(Refused::Evicted),
     };
@@ -192,8 +219,9 @@ fn listen(parts: Parts, addr: std::net::SocketAddr, tls: Arc<ServerConfig>) {
 async fn connection(tcp: Async<TcpStream>, ticket: Ticket, api: Rc<KubeletApi>) {
     let setup = async {
         let (tls, user) = handshake::handshake(tcp, &api, &ticket).await?;
-        if user.is_some() {
-            ticket.trust();
+        if let Some(u) = &user {
+            // Not trusted yet: any certificate of the cluster CA gets this far.
+            ticket.authenticated(&u.name);
         }
         let mut conn = TlsConn(tls);
         let refused = match http::read_head(&mut conn, http::MAX_HEAD).await {
@@ -286,10 +314,10 @@ async fn route(
         }
         return match container_logs::LogRequest::parse(rest, &head.query) {
             Ok(req) if req.follows() => match slots::take(api, ticket) {
-                Ok(_slot) => container_logs::serve(conn, cfg, &req).await,
+                Ok(_slot) => container_logs::serve(conn, api, &req).await,
                 Err(too_many) => container_logs::timed(too_many.write_to(conn)).await,
             },
-            Ok(req) => container_logs::serve(conn, cfg, &req).await,
+            Ok(req) => container_logs::serve(conn, api, &req).await,
             Err(refused) => container_logs::timed(refused.answer().write_to(conn)).await,
         };
     }

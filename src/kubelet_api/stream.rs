@@ -8,13 +8,13 @@
 //! Paths and query as kubelet takes them from the API server: `/exec/NS/POD/CONTAINER`
 //! (or `/exec/NS/POD/UID/CONTAINER`) with `command` (repeated), `input`, `output`,
 //! `error`, `tty` (also spelt `stdin`, `stdout`, `stderr`); `/attach/...` the same
-//! without `command`; `/portForward/NS/POD` (or `.../UID`) with optional `port` values.
+//! without `command`; `/portForward/NS/POD` (or `.../UID`) with optional `port` values (the API server
+//! sends them comma-separated in one: `port=80,443`).
 //! The runtime's URL must be on loopback; nothing else is dialled.
 
 use super::container_logs::timed;
-use super::lookup;
+use super::pod_names::{self, Asked};
 use super::{relay, slots, KubeletApi};
-use crate::agent::context::Context;
 use crate::cri::{pb, Code};
 use crate::http::accept::Ticket;
 use crate::http::query::{boolean, decode, Refused};
@@ -46,11 +46,17 @@ pub(super) async fn serve(
     if !matches!(head.method.as_str(), "GET" | "POST") {
         return timed(Answer::text(405, "only GET and POST are served\n").write_to(conn)).await;
     }
+    if req.kind == StreamKind::PortForward && req.ports.is_empty() && websocket(head) {
+        // A WebSocket port-forward has a channel pair per port of the query (a SPDY one
+        // names its port in each stream's headers): none is kubelet's 400.
+        let answer = Answer::text(400, "query parameter \"port\" is required\n");
+        return timed(answer.write_to(conn)).await;
+    }
     let _slot = match slots::take(api, ticket) {
         Ok(s) => s,
         Err(too_many) => return timed(too_many.write_to(conn)).await,
     };
-    let url = match req.url(&api.ctx).await {
+    let url = match req.url(api).await {
         Ok(u) => u,
         Err(refused) => return timed(refused.answer().write_to(conn)).await,
     };
@@ -182,7 +188,7 @@ impl StreamRequest {
                 "output" | "stdout" => r.stdout = boolean(k, &v)?,
                 "error" | "stderr" => r.stderr = boolean(k, &v)?,
                 "tty" => r.tty = boolean(k, &v)?,
-                "port" => r.ports.push(port(&v)?),
+                "port" => r.ports.extend(ports(&v)?),
                 _ => {}
             }
         }
@@ -206,10 +212,10 @@ impl StreamRequest {
     }
 
     /// The runtime's streaming URL for this request.
-    pub async fn url(&self, ctx: &Context) -> Result<String, Refused> {
-        let uid = self.pod_uid(ctx)?;
+    async fn url(&self, api: &KubeletApi) -> Result<String, Refused> {
+        let uid = self.pod_uid(api)?;
         let mut filter = [(labels::POD_UID.to_string(), uid)].into();
-        let rt = &ctx.cri.runtime;
+        let rt = &api.ctx.cri.runtime;
         if self.kind == StreamKind::PortForward {
             let f = pb::PodSandboxFilter {
                 state: Some(pb::PodSandboxStateValue {
@@ -273,19 +279,18 @@ impl StreamRequest {
         url.map_err(cri_refused)
     }
 
-    /// The pod's UID from the store; 404 when the pod (or, for exec and attach, the
-    /// container) is not on this node.
-    fn pod_uid(&self, ctx: &Context) -> Result<String, Refused> {
-        let (ns, name) = (&self.ns, &self.pod);
-        let pod = lookup::pod(&ctx.cfg, ns, name)?;
-        let uid = &pod.metadata.uid;
-        if self.uid.as_ref().is_some_and(|u| u != uid) {
-            return Err(lookup::pod_not_found(ns, name));
-        }
+    /// The uid of the pod the request names ([`pod_names`]); 404 when no pod of the
+    /// node is named so (or, for exec and attach, it has no such container).
+    fn pod_uid(&self, api: &KubeletApi) -> Result<String, Refused> {
+        let pod = api.pod(Asked {
+            ns: &self.ns,
+            name: &self.pod,
+            uid: self.uid.as_deref(),
+        })?;
         if self.kind != StreamKind::PortForward {
-            lookup::container(&pod, name, &self.container)?;
+            pod_names::container(&pod, &self.pod, &self.container)?;
         }
-        Ok(uid.clone())
+        Ok(pod.metadata.uid.clone())
     }
 }
 
@@ -304,15 +309,25 @@ fn current(attempts: &[pb::Container]) -> Option<&str> {
         .map(|c| c.id.as_str())
 }
 
-/// A port of the `port` query.
-fn port(v: &str) -> Result<i32, Refused> {
-    match v.parse::<u16>() {
-        Ok(p) if p > 0 => Ok(i32::from(p)),
-        _ => Err(Refused(
-            400,
-            format!("port: expected 1 to 65535, got {v:?}"),
-        )),
-    }
+/// The ports of one `port` value: the API server sends every port of a request in one,
+/// comma-separated (`port=80,443`); other clients repeat `port` (both are taken).
+fn ports(v: &str) -> Result<Vec<i32>, Refused> {
+    v.split(',')
+        .map(|p| match p.parse::<u16>() {
+            Ok(n) if n > 0 => Ok(i32::from(n)),
+            _ => Err(Refused(
+                400,
+                format!("port: expected 1 to 65535 (comma-separated), got {v:?}"),
+            )),
+        })
+        .collect()
+}
+
+/// Whether `head` asks to upgrade to a WebSocket.
+fn websocket(head: &Head) -> bool {
+    head.headers.iter().any(|(k, v)| {
+        k.eq_ignore_ascii_case("upgrade") && v.trim().eq_ignore_ascii_case("websocket")
+    })
 }
 
 /// A runtime error as kubelet answers it: the runtime's message, 404 for `NotFound`.
@@ -431,6 +446,15 @@ mod tests {
         }
         let r = parse("/portForward/ns/p", "port=80&port=8080").unwrap();
         assert_eq!(r.ports, [80, 8080]);
+        // As the API server sends them: one value, comma-separated (%2C encoded too).
+        let r = parse("/portForward/ns/p", "port=80,443").unwrap();
+        assert_eq!(r.ports, [80, 443]);
+        let r = parse("/portForward/ns/p", "port=80%2C443&port=8080").unwrap();
+        assert_eq!(r.ports, [80, 443, 8080]);
+        for bad in ["port=", "port=80,", "port=,80", "port=80,,443", "port=80,x"] {
+            let e = parse("/portForward/ns/p", bad).unwrap_err();
+            assert_eq!(e.0, 400, "{bad}: {e:?}");
+        }
         let r = parse("/attach/ns/p/c", "input=1&output=1").unwrap();
         assert_eq!(r.kind, StreamKind::Attach);
     }

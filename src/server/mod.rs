@@ -75,6 +75,7 @@ async fn serve(listener: Async<TcpListener>, src: Rc<Sources>) {
     let limits = Limits {
         untrusted: MAX_CONNECTIONS,
         per_peer: MAX_CONNECTIONS,
+        per_user: MAX_CONNECTIONS,
         trusted: 0,
         on_evict: || {},
     };

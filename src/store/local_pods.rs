@@ -17,6 +17,12 @@ pub fn pod_digest(pod: &Pod) -> u128 {
     fnv1a128(&serde_json::to_vec(pod).unwrap_or_default())
 }
 
+/// A digest as the mirror pods carry it (`kubernetes.io/config.hash`, 32 hex digits
+/// as kubelet's), so the uplink and the kubelet API compare the same text.
+pub fn hash_text(digest: u128) -> String {
+    format!("{digest:032x}")
+}
+
 impl Store {
     /// Tells [`super::notify`] the local pods the agent just read (a digest of each),
     /// when someone listens; `damaged` state files keep their pod's last digest.

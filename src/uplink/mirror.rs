@@ -31,6 +31,7 @@ use crate::store::notify::PodName;
 use crate::store::{Entry, Kind};
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 /// What the mirror side of the status task remembers.
 #[derive(Default)]
@@ -107,6 +108,31 @@ pub fn seen(up: &Uplink, bound: &Bound, key: &PodName, obj: &Value) -> bool {
         mark(up, key);
     }
     true
+}
+
+/// This node's mirror pods as the kubelet API resolves names: an API pod name stands
+/// for a local pod only while the pod source last saw a pod of that name bound to this
+/// node with the mirror annotation (a tenant's pod under the name, cached or refused,
+/// is not one; the kubelet API also checks the annotation's hash against the local
+/// pod's, since anyone who may create pods can set it).
+pub struct ApiMirrors {
+    /// What the pod source knows of the pods bound to the node.
+    pub bound: Rc<Bound>,
+    /// The Node's name (mirror names end with it).
+    pub node_name: String,
+}
+
+impl crate::kubelet_api::MirrorNames for ApiMirrors {
+    fn mirror(&self, ns: &str, name: &str) -> Option<crate::kubelet_api::Mirror> {
+        let known = self.bound.get(&(ns.to_string(), name.to_string()))?;
+        let seen = known.mirror?;
+        let local = mirror_pod::local_name(name, &self.node_name)?;
+        Some(crate::kubelet_api::Mirror {
+            local: local.to_string(),
+            uid: known.uid,
+            hash: seen.hash,
+        })
+    }
 }
 
 /// Marks the local pod the mirror pod `key` stands for (the mirror itself when its name
@@ -447,5 +473,30 @@ mod tests {
         );
         assert_eq!(decide(None, None, false), Step::Nothing);
         assert_eq!(decide(None, Some(&Known::default()), false), Step::Nothing);
+    }
+
+    #[test]
+    fn only_a_name_the_api_shows_as_this_nodes_mirror_stands_for_a_local_pod() {
+        use crate::kubelet_api::{Mirror, MirrorNames};
+        let bound = Rc::new(Bound::default());
+        let key = |n: &str| ("ns".to_string(), n.to_string());
+        bound.update(&key("web-gw1"), |k| *k = mirror("m1", "h1", false));
+        bound.update(&key("db-gw2"), |k| *k = mirror("m2", "h1", false));
+        // A tenant's pod of a mirror's name: no mirror annotation.
+        bound.update(&key("app-gw1"), |k| k.uid = "t1".into());
+        let m = ApiMirrors {
+            bound,
+            node_name: "gw1".into(),
+        };
+        let web = Mirror {
+            local: "web".into(),
+            uid: "m1".into(),
+            hash: "h1".into(),
+        };
+        assert_eq!(m.mirror("ns", "web-gw1"), Some(web));
+        assert_eq!(m.mirror("other", "web-gw1"), None);
+        assert_eq!(m.mirror("ns", "db-gw2"), None, "another node's name");
+        assert_eq!(m.mirror("ns", "app-gw1"), None);
+        assert_eq!(m.mirror("ns", "web"), None);
     }
 }

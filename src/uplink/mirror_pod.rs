@@ -42,7 +42,7 @@ pub fn local_name<'a>(mirror: &'a str, node: &str) -> Option<&'a str> {
 
 /// The hash of a local pod, from its store digest (32 hex digits, as kubelet's).
 pub fn hash(digest: u128) -> String {
-    format!("{digest:032x}")
+    crate::store::local_pods::hash_text(digest)
 }
 
 /// The mirror annotation of an API pod, when it is a mirror pod.

@@ -371,6 +371,10 @@ impl PodSource {
             self.forget(&key);
             return Some(key);
         }
+        // Not (or no longer) a mirror: a mirror seen earlier under this name is gone,
+        // and the name is not a local pod's (for the kubelet API, nor for the mirror
+        // task, which would otherwise delete this pod as a stale mirror).
+        self.bound.update(&key, |k| k.mirror = None);
         let ips = api_ips(&obj["status"]);
         self.bound.update(&key, |k| k.api_ips = ips);
         let ran_here = self
