@@ -1,6 +1,6 @@
 use super::*;
 use crate::config::pod_policy::Level;
-use crate::kuberuntime::env::NodeAllocatable;
+use crate::model::NodeResources;
 use crate::model::container::{ContainerPort, SecurityContext};
 use crate::model::status::{PodPhase, PodStatus};
 use crate::model::{Container, Quantity};
@@ -64,10 +64,10 @@ fn run(
     let node = NodeView {
         name: "gw1",
         labels: &labels,
-        allocatable: NodeAllocatable {
+        allocatable: NodeResources {
             cpu_milli: 1000,
             memory: 128 << 20,
-            ephemeral_storage: 0,
+            ..Default::default()
         },
         memory_pressure: false,
         disk_pressure: false,

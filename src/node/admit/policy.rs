@@ -432,6 +432,7 @@ mod tests {
                 tcp_socket: Some(tcp("router.lan")),
                 ..Default::default()
             }),
+            ..Default::default()
         });
         let mut init = p.spec.containers[0].clone();
         init.lifecycle = None;
