@@ -1,8 +1,8 @@
 use super::*;
 use crate::config::pod_policy::Level;
-use crate::model::NodeResources;
 use crate::model::container::{ContainerPort, SecurityContext};
 use crate::model::status::{PodPhase, PodStatus};
+use crate::model::NodeResources;
 use crate::model::{Container, Quantity};
 
 /// A local pod `uid` made at second `t`, one container asking for `cpu` millicores.
