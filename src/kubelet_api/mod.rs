@@ -113,10 +113,18 @@ impl KubeletApi {
         }
     }
 
-    /// The pod a request names, as the API server names it ([`pod_names`]).
+    /// The pod a request names, as the API server names it ([`pod_names`]). A pod the
+    /// node refused by its uid ([`crate::agent::verdicts`]: also one whose status file
+    /// another pod of its name wrote over) is not found either.
     fn pod(&self, asked: pod_names::Asked<'_>) -> Result<Box<Pod>, RefusedRequest> {
+        let (ns, name) = (asked.ns, asked.name);
         let store = &mut self.ctx.store.borrow_mut();
-        pod_names::resolve(store, &*self.mirrors, asked)
+        let pod = pod_names::resolve(store, &*self.mirrors, asked)?;
+        if self.ctx.verdicts.get(&pod.metadata.uid) == Some(false) {
+            log::debug!("kubelet API: pod {ns}/{name}: refused at admission (its uid)");
+            return Err(pod_names::pod_not_found(ns, name));
+        }
+        Ok(pod)
     }
 }
 
