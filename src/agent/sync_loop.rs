@@ -38,6 +38,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+/// The refusal placement is not judged again for (see [`SyncLoop::admitted`]).
+const PLACEMENT: &str = "NodeAffinity";
+
 struct WorkerHandle {
     tx: Sender<Msg>,
     task: Task<()>,
@@ -66,6 +69,9 @@ pub struct SyncLoop {
     /// Pods the node refused at admission (by uid), with the spec refused: no worker
     /// runs them; a changed spec is admitted afresh.
     refused: BTreeMap<String, Rc<Pod>>,
+    /// Pods (by uid) the runtime ran when the agent started, not yet admitted since:
+    /// placement is not judged again for them (see [`Self::admitted`]).
+    adopted: BTreeSet<String>,
 }
 
 impl SyncLoop {
@@ -83,6 +89,7 @@ impl SyncLoop {
             held: BTreeSet::new(),
             held_before: BTreeSet::new(),
             refused: BTreeMap::new(),
+            adopted: BTreeSet::new(),
         }
     }
 
@@ -90,6 +97,7 @@ impl SyncLoop {
     /// store's watch reports (so `apply` does not wait for the period, and a store
     /// change costs no relist: a new pod's worker starts straight away).
     pub async fn run(mut self) {
+        self.adopted = self.running_at_start().await;
         let watch = self.store_watch();
         loop {
             self.tick().await;
@@ -129,7 +137,9 @@ impl SyncLoop {
             async {
                 let services = self.ctx.services.changed_wait();
                 let claims = self.ctx.claims.changed_wait();
-                future::or(self.ctx.tokens.changed(), future::or(services, claims)).await;
+                let node = self.ctx.node_labels.changed_wait();
+                let objects = future::or(services, future::or(claims, node));
+                future::or(self.ctx.tokens.changed(), objects).await;
                 true
             },
             store,
@@ -217,8 +227,39 @@ impl SyncLoop {
             // Before the reconcile, so that new workers are not woken twice.
             self.wake_all();
         }
-        if changes.pods {
+        let relabelled = self.ctx.node_labels.take_changed() && self.forget_local_refusals();
+        if changes.pods || relabelled {
             self.reconcile_desired();
+        }
+    }
+
+    /// The Node's labels changed: local pods the node refused are judged again at the
+    /// next reconcile (their owner has no controller to make them anew; one refused for
+    /// its node selector may fit now). A refused cluster pod stays refused: its `Failed`
+    /// is terminal in the API, as with kubelet, and its controller makes a new pod,
+    /// which is judged by the new labels. True when one was forgotten.
+    fn forget_local_refusals(&mut self) -> bool {
+        let before = self.refused.len();
+        self.refused
+            .retain(|_, p| p.source() == crate::model::pod::Source::Api);
+        self.refused.len() < before
+    }
+
+    /// The uids of the pods the runtime runs now (a ready sandbox), asked once before
+    /// the first admission: after an agent restart these are pods the node admitted
+    /// before. None when the runtime cannot say.
+    async fn running_at_start(&self) -> BTreeSet<String> {
+        match self.list().await {
+            Ok(Some((_, snap))) => snap
+                .into_iter()
+                .filter(|(_, r)| r.sandboxes.iter().any(|s| s.ready))
+                .map(|(uid, _)| uid)
+                .collect(),
+            Ok(None) => BTreeSet::new(),
+            Err(e) => {
+                log::warn!("listing the running pods at start: {e}; placement is judged for all");
+                BTreeSet::new()
+            }
         }
     }
 
@@ -324,9 +365,22 @@ impl SyncLoop {
             .filter(|w| !w.deleting && admission::counts(&self.ctx, &w.pod))
             .map(|w| &*w.pod)
             .collect();
+        let adopted = self.adopted.remove(uid);
         match admission::admit(&self.ctx, pod, &running) {
             Ok(()) => {
                 self.refused.remove(uid);
+                true
+            }
+            // Placement is required during scheduling and ignored during execution: a pod
+            // running before the agent restarted keeps running though the labels no
+            // longer match (kubelet leaves a running pod too when labels change).
+            Err(r) if adopted && r.reason == PLACEMENT => {
+                log::info!(
+                    "pod {}/{}: running before the agent started; kept though the node's \
+                     labels no longer match its node selector or affinity",
+                    pod.metadata.namespace,
+                    pod.metadata.name
+                );
                 true
             }
             Err(r) => {

@@ -8,6 +8,7 @@ use std::rc::Rc;
 pub fn start(uplink: &Rc<Uplink>) {
     // Each piece of the uplink adds its task here.
     crate::rt::spawn(super::node::run(uplink.clone())).detach();
+    crate::rt::spawn(super::node::watch::run(uplink.clone())).detach();
     crate::rt::spawn(super::events_post::run(uplink.clone())).detach();
     start_pods(uplink);
 }
