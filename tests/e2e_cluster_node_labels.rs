@@ -135,11 +135,10 @@ fn an_offline_restart_keeps_the_pods_a_label_placed() {
     n.wait_relists(3);
     assert_eq!(local_phase(&n, ns, "placed"), "Running");
     assert!(runs(&n, &uid), "the pod keeps running");
-    assert!(
-        !n.agent_log_tail().contains("refused by the node"),
-        "{}",
-        n.agent_log_tail()
-    );
+    let log = std::fs::read_to_string(n.agent_log_path()).unwrap();
+    assert!(!log.contains("refused by the node"), "{log}");
+    // Judged by the labels kept on flash, not only spared as a running pod.
+    assert!(!log.contains("labels no longer match"), "{log}");
     relay.restore();
     wait_api(kube, &n, ns, "placed", "running", START, running_ready);
 
@@ -151,6 +150,8 @@ fn an_offline_restart_keeps_the_pods_a_label_placed() {
     n.wait_relists(3);
     assert_eq!(local_phase(&n, ns, "placed"), "Running");
     assert!(runs(&n, &uid), "the pod keeps running");
+    let log = std::fs::read_to_string(n.agent_log_path()).unwrap();
+    assert!(log.contains("labels no longer match"), "{log}");
     let p = api_pod(kube, ns, "placed").unwrap();
     assert_ne!(p["status"]["phase"], "Failed", "{}", p["status"]);
     // A new pod is judged by the labels as they are now.
