@@ -6,8 +6,9 @@
 //! Failed lists wait the uplink's back-off (or what the keeper says); nothing here
 //! ever gives up.
 //!
-//! The Node's watch ([`super::node::watch`]) runs on it; the other watches (pods,
-//! services, referenced objects) still have their own copy of the same steps.
+//! The Node's watch ([`super::node::watch`]), the Services' ([`super::services`]) and
+//! the referenced configMaps' and secrets' ([`super::objects_watch`]) run on it; the
+//! pod source ([`super::pods`]) still has its own copy of the same steps.
 
 use super::backoff;
 use super::lean::LeanValue;
