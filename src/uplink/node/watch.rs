@@ -1,5 +1,7 @@
-//! This node's own Node, watched: `nodes?fieldSelector=metadata.name=NODE`, listed then
-//! watched on the uplink's one connection ([`crate::uplink::list_watch`]), so labels an
+//! This node's own Node, watched: `nodes?fieldSelector=metadata.name=NODE`, its
+//! metadata only (`PartialObjectMetadata`: labels are metadata; 2.3 KB an event where
+//! the whole Node is 4 KB), listed then watched on the uplink's one connection
+//! ([`crate::uplink::list_watch`]), so labels an
 //! admin sets or removes count for admission within the watch's latency, as kubelet's
 //! informer on its Node does. Only the labels are used (admission matches node
 //! selectors and required node affinity against them; kubelet's admission reads no
@@ -7,9 +9,11 @@
 //! they changed and wakes the sync loop.
 //!
 //! Cost: one long-lived stream on the existing HTTP/2 connection; an event each time
-//! the Node object changes, which at idle is this node's own status report (every
+//! the Node object changes (a status patch changes its resourceVersion, so also a
+//! metadata-only watch sees it), which at idle is this node's own status report (every
 //! `nodeStatusReportFrequency`, 5 min by default, see [`super`]: a status is sent only
-//! when it changed), and labels or taints an admin changes.
+//! when it changed), and labels or taints an admin changes; and the server's
+//! bookmarks (about one a minute, 154 bytes each).
 //! A deleted Node is left to the status task, which registers it again: its labels
 //! stay as they were until then.
 
@@ -27,6 +31,7 @@ pub async fn run(up: Rc<Uplink>) {
     let path = resource_path("v1", None, "nodes", None, None);
     let params = ListParams {
         field_selector: Some(format!("metadata.name={}", up.node_name)),
+        metadata_only: true,
         ..Default::default()
     };
     let mut keep = NodeKeep { up: up.clone() };
