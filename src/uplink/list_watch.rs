@@ -38,8 +38,9 @@ pub trait Keep {
     }
 }
 
-/// Follows `path` (with `params`' selectors) into `keep`, forever.
-pub async fn run(client: &ApiClient, path: &str, params: &ListParams, keep: &mut impl Keep) {
+/// Follows `path` (with `params`' selectors) into `keep`, forever. One copy of the
+/// loop for every keeper (`dyn`): the binary's size counts.
+pub async fn run(client: &ApiClient, path: &str, params: &ListParams, keep: &mut dyn Keep) {
     let mut resume = Resume::default();
     let mut failures = 0u32;
     loop {
@@ -82,7 +83,7 @@ struct Follow<'a> {
 impl Follow<'_> {
     /// One watch from `rv`: `Some(rv)` to resume from when the server ended it
     /// normally, `None` to relist; what it saw goes to `resume`.
-    async fn watch(&self, rv: &str, keep: &mut impl Keep, resume: &mut Resume) -> Option<String> {
+    async fn watch(&self, rv: &str, keep: &mut dyn Keep, resume: &mut Resume) -> Option<String> {
         let params = ListParams {
             resource_version: Some(rv.to_string()),
             timeout_seconds: Some(watch_timeout()),
