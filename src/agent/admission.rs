@@ -14,7 +14,7 @@ use crate::model::status::{PodPhase, PodStatus};
 use crate::model::time::now_rfc3339;
 use crate::model::Pod;
 use crate::node::admit::{NodeView, Refusal};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
 /// The node's labels as admission matches them: kubelet's own (hostname, os, arch),
@@ -46,6 +46,7 @@ pub fn plan(
     desired: Vec<Pod>,
     workers: &[reconcile::Worker<'_>],
     refused: &BTreeMap<String, Rc<Pod>>,
+    adopted: &BTreeSet<String>,
 ) -> Vec<Action> {
     let labels = node_labels(ctx);
     let pressure = ctx.pressure.get();
@@ -59,6 +60,7 @@ pub fn plan(
     let now = reconcile::Now {
         workers,
         refused,
+        adopted,
         node: &node,
         cfg: &ctx.cfg,
     };

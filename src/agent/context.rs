@@ -25,9 +25,10 @@ pub struct Context {
     pub cgroups: Option<crate::node::PodCgroups>,
     /// The node's pressure as last observed (housekeeping, every 10 s).
     pub pressure: std::cell::Cell<crate::node::Pressure>,
-    /// The labels the API last showed on this Node (the uplink's registration), for
-    /// admission's node selector and affinity checks; empty without the uplink.
-    pub node_labels: RefCell<std::collections::BTreeMap<String, String>>,
+    /// The labels the API last showed on this Node (the uplink's registration and its
+    /// watch of the Node; at start the copy on flash), for admission's node selector
+    /// and affinity checks; empty without the uplink.
+    pub node_labels: super::node_labels::NodeLabels,
     /// The runtime's name from Version (`containerd`), for container ids in status.
     pub runtime_name: RefCell<String>,
     /// Registry hosts whose pulls lately ran into their deadline (every pod's worker

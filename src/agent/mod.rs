@@ -17,6 +17,7 @@ pub mod image;
 pub mod image_fs;
 pub mod image_refresh;
 pub mod kill;
+pub mod node_labels;
 pub mod observe;
 pub mod pleg;
 pub mod pressure_check;

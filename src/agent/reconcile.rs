@@ -13,6 +13,9 @@
 //! containers and sandbox as on a delete (grace period honoured) and leaves its status
 //! `Failed` with the refusal. A refusal is kept, and not judged again, until the spec
 //! changes. A pod the API says has finished needs no admission: it runs nothing.
+//! A pod the runtime ran when the agent started (admitted by its earlier run) is not
+//! refused for its placement again: node selectors and required affinity are ignored
+//! during execution, as kubelet does when a Node's labels change under a running pod.
 //!
 //! What counts against `maxPods`, the resources and the host ports is what may still
 //! run: every worker whose pod has not finished, those being deleted too (a pod stopping
@@ -23,8 +26,8 @@
 
 use crate::config::Config;
 use crate::model::Pod;
-use crate::node::admit::{self, NodeView, Refusal};
-use std::collections::BTreeMap;
+use crate::node::admit::{self, placement, NodeView, Refusal};
+use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
 /// A pod the sync loop has a worker for, as the plan sees it (by the pod's uid).
@@ -46,6 +49,11 @@ pub struct Now<'a> {
     pub workers: &'a [Worker<'a>],
     /// The specs refused before, by pod uid.
     pub refused: &'a BTreeMap<String, Rc<Pod>>,
+    /// The pods (by uid) the runtime ran when the agent started and that have no
+    /// worker yet: admitted by an earlier run of the agent. Their placement (node
+    /// selector, required node affinity: required during scheduling, ignored during
+    /// execution) is not held against them again; every other check is.
+    pub adopted: &'a BTreeSet<String>,
     /// The node as admission judges it.
     pub node: &'a NodeView<'a>,
     /// The config (pod policy, sysctls, `maxPods`).
@@ -57,6 +65,9 @@ pub struct Now<'a> {
 pub enum Action {
     /// Admitted (or finished, so it runs nothing): a new worker runs it.
     Start(Pod),
+    /// Ran before the agent started and no longer matches the node's labels: kept, as
+    /// placement is ignored during execution; a new worker runs it.
+    Adopt(Pod),
     /// Its worker takes the pod: a spec change that was admitted, or a change of
     /// metadata alone.
     Update(Pod),
@@ -95,6 +106,7 @@ pub fn plan(mut desired: Vec<Pod>, now: &Now<'_>) -> Vec<Action> {
         };
         actions.push(match step {
             Step::Start => Action::Start(pod),
+            Step::Adopt => Action::Adopt(pod),
             Step::Update => Action::Update(pod),
             Step::Terminate => Action::Terminate(pod),
             Step::Refuse(refusal, stop) => Action::Refuse { pod, refusal, stop },
@@ -107,6 +119,7 @@ pub fn plan(mut desired: Vec<Pod>, now: &Now<'_>) -> Vec<Action> {
 /// What happens to one desired pod (by its index in the sorted list).
 enum Step {
     Start,
+    Adopt,
     Update,
     Terminate,
     Refuse(Refusal, bool),
@@ -126,7 +139,7 @@ fn decide<'a>(desired: &'a [Pod], now: &Now<'a>) -> Vec<(usize, Step)> {
         let uid = pod.metadata.uid.as_str();
         let worker = now.workers.iter().find(|w| w.pod.metadata.uid == uid);
         let step = step_of(pod, worker, &counted, now);
-        if matches!(step, Some(Step::Start | Step::Update)) {
+        if matches!(step, Some(Step::Start | Step::Adopt | Step::Update)) {
             counted.retain(|p| p.metadata.uid != uid);
             if pod.finished().is_none() {
                 counted.push(pod);
@@ -181,6 +194,9 @@ fn judge(pod: &Pod, counted: &[&Pod], now: &Now<'_>, ok: Step, stop: bool) -> St
     let from_cluster = pod.source() == crate::model::pod::Source::Api;
     match admit::admit(pod, from_cluster, &others, now.node, now.cfg) {
         Ok(()) => ok,
+        Err(r) if !stop && r.reason == placement::REASON && now.adopted.contains(uid) => {
+            Step::Adopt
+        }
         Err(r) => Step::Refuse(r, stop),
     }
 }

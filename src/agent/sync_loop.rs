@@ -76,6 +76,9 @@ pub struct SyncLoop {
     /// runs them (a worker that ran an earlier spec stops); a changed spec is admitted
     /// afresh.
     refused: BTreeMap<String, Rc<Pod>>,
+    /// Pods (by uid) the runtime ran when the agent started, not yet judged since:
+    /// placement is not held against them again ([`reconcile::Now::adopted`]).
+    adopted: BTreeSet<String>,
 }
 
 impl SyncLoop {
@@ -93,6 +96,7 @@ impl SyncLoop {
             held: BTreeSet::new(),
             held_before: BTreeSet::new(),
             refused: BTreeMap::new(),
+            adopted: BTreeSet::new(),
         }
     }
 
@@ -100,6 +104,7 @@ impl SyncLoop {
     /// store's watch reports (so `apply` does not wait for the period, and a store
     /// change costs no relist: a new pod's worker starts straight away).
     pub async fn run(mut self) {
+        self.adopted = self.running_at_start().await;
         let watch = self.store_watch();
         loop {
             self.tick().await;
@@ -139,7 +144,9 @@ impl SyncLoop {
             async {
                 let services = self.ctx.services.changed_wait();
                 let claims = self.ctx.claims.changed_wait();
-                future::or(self.ctx.tokens.changed(), future::or(services, claims)).await;
+                let node = self.ctx.node_labels.changed_wait();
+                let objects = future::or(services, future::or(claims, node));
+                future::or(self.ctx.tokens.changed(), objects).await;
                 true
             },
             store,
@@ -227,8 +234,39 @@ impl SyncLoop {
             // Before the reconcile, so that new workers are not woken twice.
             self.wake_all();
         }
-        if changes.pods {
+        let relabelled = self.ctx.node_labels.take_changed() && self.forget_local_refusals();
+        if changes.pods || relabelled {
             self.reconcile_desired();
+        }
+    }
+
+    /// The Node's labels changed: local pods the node refused are judged again at the
+    /// next reconcile (their owner has no controller to make them anew; one refused for
+    /// its node selector may fit now). A refused cluster pod stays refused: its `Failed`
+    /// is terminal in the API, as with kubelet, and its controller makes a new pod,
+    /// which is judged by the new labels. True when one was forgotten.
+    fn forget_local_refusals(&mut self) -> bool {
+        let before = self.refused.len();
+        self.refused
+            .retain(|_, p| p.source() == crate::model::pod::Source::Api);
+        self.refused.len() < before
+    }
+
+    /// The uids of the pods the runtime runs now (a ready sandbox), asked once before
+    /// the first admission: after an agent restart these are pods the node admitted
+    /// before. None when the runtime cannot say.
+    async fn running_at_start(&self) -> BTreeSet<String> {
+        match self.list().await {
+            Ok(Some((_, snap))) => snap
+                .into_iter()
+                .filter(|(_, r)| r.sandboxes.iter().any(|s| s.ready))
+                .map(|(uid, _)| uid)
+                .collect(),
+            Ok(None) => BTreeSet::new(),
+            Err(e) => {
+                log::warn!("listing the running pods at start: {e}; placement is judged for all");
+                BTreeSet::new()
+            }
         }
     }
 
@@ -256,11 +294,21 @@ impl SyncLoop {
                 finished: w.finished.get(),
             })
             .collect();
-        let plan = admission::plan(&self.ctx, desired, &workers, &self.refused);
+        let plan = admission::plan(&self.ctx, desired, &workers, &self.refused, &self.adopted);
         drop(workers);
         for action in plan {
             match action {
                 Action::Start(pod) => self.start(pod),
+                Action::Adopt(pod) => {
+                    let m = &pod.metadata;
+                    log::info!(
+                        "pod {}/{}: running before the agent started; kept though the node's \
+                         labels no longer match its node selector or affinity",
+                        m.namespace,
+                        m.name
+                    );
+                    self.start(pod)
+                }
                 Action::Update(pod) => self.update(pod),
                 Action::Refuse { pod, refusal, stop } => self.refuse(pod, &refusal, stop),
                 Action::Delete(uid) => self.delete(&uid),
@@ -274,6 +322,7 @@ impl SyncLoop {
     fn start(&mut self, pod: Pod) {
         let uid = pod.metadata.uid.clone();
         self.refused.remove(&uid);
+        self.adopted.remove(&uid);
         log::info!(
             "pod {}/{}: added (uid {uid})",
             pod.metadata.namespace,
@@ -315,6 +364,7 @@ impl SyncLoop {
     /// kept until the spec changes (its labels, or the API's word that it failed,
     /// change nothing).
     fn refuse(&mut self, pod: Pod, r: &Refusal, stop: bool) {
+        self.adopted.remove(&pod.metadata.uid);
         match self.workers.get_mut(&pod.metadata.uid) {
             Some(w) if stop => {
                 let m = &pod.metadata;

@@ -74,10 +74,11 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
     }
     let cgroups = crate::node::PodCgroups::setup(&cfg, &host.capacity).map_err(CliError::failed)?;
     let events = events_recorder(&cfg);
+    let node_labels = kept_node_labels(&cfg, &store, &host.node_name);
     let ctx = Rc::new(Context {
         cgroups,
         pressure: Default::default(),
-        node_labels: Default::default(),
+        node_labels,
         cfg,
         cri,
         store: RefCell::new(store),
@@ -144,6 +145,22 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
         SyncLoop::new(ctx).run().await;
     }));
     Ok(())
+}
+
+/// The Node's labels as the API last showed them (kept on flash), so the first
+/// admissions after a restart, before the API answers, judge pods as before.
+fn kept_node_labels(
+    cfg: &crate::config::Config,
+    store: &Store,
+    node: &str,
+) -> crate::agent::node_labels::NodeLabels {
+    #[cfg(feature = "uplink")]
+    if cfg.api_server.is_some() {
+        use crate::agent::node_labels;
+        return node_labels::NodeLabels::new(node_labels::load(store, node));
+    }
+    let _ = (cfg, store, node);
+    Default::default()
 }
 
 /// The pod events' recorder: sending to the cluster the node joined, if any.

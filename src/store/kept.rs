@@ -3,7 +3,9 @@
 //! - `STATE/cluster/services/NS_services.json`: the Services of a namespace, for the
 //!   pods' `*_SERVICE_HOST` variables;
 //! - `STATE/cluster/claims/NS_CLAIM.json`: the directory of the volume bound to a
-//!   PersistentVolumeClaim.
+//!   PersistentVolumeClaim;
+//! - `STATE/cluster/node/NODE_labels.json`: the labels the API shows on this Node, for
+//!   admission after a restart without the API server.
 //!
 //! The uplink owns the content (the store keeps bytes). Written durably and only when
 //! they changed (these change rarely: nothing is written at a steady state).
@@ -24,6 +26,8 @@ pub enum Kept {
     Services,
     /// A claim's bound volume.
     Claim,
+    /// What admission reads of this Node (the name part is `labels`).
+    Node,
 }
 
 impl Kept {
@@ -31,6 +35,7 @@ impl Kept {
         match self {
             Kept::Services => "services",
             Kept::Claim => "claims",
+            Kept::Node => "node",
         }
     }
 }
@@ -71,6 +76,16 @@ impl Store {
                 log::warn!("{}: {e}; read as none", path.display());
                 None
             }
+        }
+    }
+
+    /// Where the copy `kind` `ns/name` lives (for messages; a name that is no file
+    /// name gives the directory).
+    pub fn kept_path(&self, kind: Kept, ns: &str, name: &str) -> PathBuf {
+        let dir = self.kept_dir(kind);
+        match layout::file_name(ns, name) {
+            Ok(file) => dir.join(file),
+            Err(_) => dir,
         }
     }
 

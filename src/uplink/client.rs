@@ -104,6 +104,10 @@ pub struct ApiClient {
 const JSON: &str = "application/json";
 /// Protobuf where the API server has it (built-in kinds), else JSON.
 const PROTOBUF_OR_JSON: &str = "application/vnd.kubernetes.protobuf, application/json";
+/// A list of objects' metadata only (`ListParams::metadata_only`), and one object's in
+/// a watch event: the API server converts (v1.15 and later).
+const METADATA_LIST: &str = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+const METADATA: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
 
 impl ApiClient {
     /// A client for a loaded kubeconfig. Nothing is connected until the first request.
@@ -179,10 +183,13 @@ impl ApiClient {
         path: &str,
         params: &ListParams,
     ) -> Result<T, ApiError> {
-        decode(
-            self.send(Method::GET, format!("{path}{}", params.query(false)), None)
-                .await?,
-        )
+        let accept = if params.metadata_only {
+            METADATA_LIST
+        } else {
+            JSON
+        };
+        let uri = format!("{path}{}", params.query(false));
+        decode(self.send_accepting(accept, Method::GET, uri, None).await?)
     }
 
     /// POST a new object to its collection's path.
@@ -261,8 +268,9 @@ impl ApiClient {
     /// [`WatchStream`]). The request's deadline covers only the answer's head.
     pub async fn watch(&self, path: &str, params: &ListParams) -> Result<WatchStream, ApiError> {
         let uri = format!("{path}{}", params.query(true));
+        let accept = if params.metadata_only { METADATA } else { JSON };
         let response = self
-            .with_deadline(self.start(JSON, Method::GET, uri, None))
+            .with_deadline(self.start(accept, Method::GET, uri, None))
             .await?;
         let (head, body) = response.0.into_parts();
         if !head.status.is_success() {

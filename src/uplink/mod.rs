@@ -35,6 +35,7 @@ mod csr_der;
 pub mod error;
 mod events_post;
 mod lean;
+mod list_watch;
 pub mod mirror;
 pub mod mirror_pod;
 pub mod node;

@@ -22,6 +22,7 @@ mod register;
 mod retry;
 mod runtime;
 pub mod status;
+pub mod watch;
 
 use super::agent::Uplink;
 use super::{resource_path, ApiClient, ApiError, PatchType};
@@ -150,7 +151,7 @@ impl StatusTask {
                 Ok(n) => {
                     log::info!("node {name}: registered with the API server");
                     let n = ExistingNode::from_json(&n);
-                    *self.up.ctx.node_labels.borrow_mut() = n.labels;
+                    watch::keep_labels(&self.up, n.labels);
                     *self.node_uid.borrow_mut() = n.uid;
                     let now = Instant::now();
                     self.sent = Some((status, now));
@@ -164,7 +165,7 @@ impl StatusTask {
                         let n = ExistingNode::from_json(&n);
                         *self.node_uid.borrow_mut() = n.uid;
                         self.label_fixes = register::label_fixes(&self.machine, &n.labels);
-                        *self.up.ctx.node_labels.borrow_mut() = n.labels;
+                        watch::keep_labels(&self.up, n.labels);
                         self.priors = n.conditions;
                         self.sent = None;
                         self.retry.succeeded();
@@ -240,7 +241,7 @@ impl StatusTask {
         match self.up.client.get::<Value>(&path).await {
             Ok(n) => {
                 self.priors = status::priors_from_json(&n["status"]["conditions"]);
-                *self.up.ctx.node_labels.borrow_mut() = ExistingNode::from_json(&n).labels;
+                watch::keep_labels(&self.up, ExistingNode::from_json(&n).labels);
             }
             Err(e) => log::debug!("node status: reading the Node: {e}"),
         }

@@ -1,9 +1,9 @@
 //! One configMap or secret kept current from the API: list it alone
 //! (`fieldSelector=metadata.name=NAME` in its namespace: the Node authorizer lets a
 //! node list and watch exactly the objects its pods reference, one at a time), cache
-//! it, watch it from the list's resourceVersion (bookmarks on, the server ends the watch
-//! after 2-4 hours and it is resumed from the last resourceVersion), relist after
-//! any failure. A deleted object leaves the cache; one the model refuses is logged and
+//! it, watch it from the list's resourceVersion (bookmarks on, the server ends the
+//! watch after 2-4 hours and it is resumed from the last resourceVersion), relist
+//! after any failure: the loop of [`super::list_watch`]. A deleted object leaves the cache; one the model refuses is logged and
 //! not cached.
 //!
 //! The API server may refuse (403) while the authorizer has not yet seen the pod that
@@ -17,13 +17,11 @@
 
 use super::agent::Uplink;
 use super::backoff;
-use super::lean::LeanValue;
+use super::list_watch::{self, Keep};
 use super::objects_projection::{meta_str, project, to_bytes};
-use super::resume::{watch_timeout, Resume};
 use super::{resource_path, ApiError, EventType, ListParams};
 use crate::model::parse_object;
 use crate::store::Kind;
-use async_io::Timer;
 use serde_json::Value;
 use std::rc::Rc;
 use std::time::Duration;
@@ -56,78 +54,44 @@ pub async fn run(up: Rc<Uplink>, r: ObjectRef) {
         _ => "secrets",
     };
     let path = resource_path("v1", Some(&r.namespace), resource, None, None);
-    let mut retry = Retry::default();
-    let mut resume = Resume::default();
     let params = ListParams {
         field_selector: Some(format!("metadata.name={}", r.name)),
         ..Default::default()
     };
-    loop {
-        let listing = ListParams {
-            resource_version: resume.list_version(),
-            ..params.clone()
-        };
-        let list = match up.client.list::<LeanValue>(&path, &listing).await {
-            Ok(list) => list.0,
-            Err(e) => {
-                resume.failed(&e);
-                Timer::after(retry.failed(&r, &e)).await;
-                continue;
-            }
-        };
-        retry.succeeded(&r);
-        keep(&up, &r, list["items"].as_array().and_then(|i| i.first()));
-        let mut rv = meta_str(&list, "resourceVersion").to_string();
-        resume.seen(&rv);
-        while let Some(next) = watch(&up, &r, &path, &rv, &params, &mut resume).await {
-            rv = next;
-        }
-        Timer::after(backoff::delay(1, backoff::random())).await;
-    }
+    let mut keep = ObjectKeep {
+        up: up.clone(),
+        r,
+        retry: Retry::default(),
+    };
+    list_watch::run(&up.client, &path, &params, &mut keep).await
 }
 
-/// One watch from `rv`: `Some(rv)` to resume from when the server ended it normally,
-/// `None` when it failed (relist); what it saw goes to `resume`.
-async fn watch(
-    up: &Uplink,
-    r: &ObjectRef,
-    path: &str,
-    rv: &str,
-    list: &ListParams,
-    resume: &mut Resume,
-) -> Option<String> {
-    let params = ListParams {
-        resource_version: Some(rv.to_string()),
-        timeout_seconds: Some(watch_timeout()),
-        allow_watch_bookmarks: true,
-        ..list.clone()
-    };
-    let mut stream = match up.client.watch(path, &params).await {
-        Ok(s) => s,
-        Err(e) => {
-            log::debug!("uplink: watch of {r}: {e}");
-            resume.failed(&e);
-            return None;
+/// One object's copy in the cache, and how its lists fail.
+struct ObjectKeep {
+    up: Rc<Uplink>,
+    r: ObjectRef,
+    retry: Retry,
+}
+
+impl Keep for ObjectKeep {
+    fn what(&self) -> String {
+        self.r.to_string()
+    }
+
+    fn listed(&mut self, items: &[Value]) {
+        self.retry.succeeded(&self.r);
+        keep(&self.up, &self.r, items.first());
+    }
+
+    fn event(&mut self, kind: EventType, object: &Value) {
+        match kind {
+            EventType::Added | EventType::Modified => keep(&self.up, &self.r, Some(object)),
+            _ => keep(&self.up, &self.r, None),
         }
-    };
-    loop {
-        let next = stream.next().await;
-        resume.seen(stream.resource_version().unwrap_or(rv));
-        if let Err(e) = &next {
-            resume.failed(e);
-        }
-        match next {
-            Ok(Some(ev)) => match ev.kind {
-                EventType::Added | EventType::Modified => keep(up, r, Some(&ev.object)),
-                EventType::Deleted => keep(up, r, None),
-                EventType::Bookmark => {}
-            },
-            Ok(None) => return Some(stream.resource_version().unwrap_or(rv).to_string()),
-            Err(e) => {
-                log::debug!("uplink: watch of {r} ended: {e}");
-                return None;
-            }
-        }
+    }
+
+    fn list_failed(&mut self, e: &ApiError, _failures: u32) -> Duration {
+        self.retry.failed(&self.r, e)
     }
 }
 

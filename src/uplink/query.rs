@@ -49,6 +49,10 @@ pub struct ListParams {
     pub timeout_seconds: Option<u32>,
     /// Watch: ask for BOOKMARK events (the resourceVersion moves on without changes).
     pub allow_watch_bookmarks: bool,
+    /// List and watch: only each object's metadata (`PartialObjectMetadata`, asked for
+    /// in the Accept header, not in the query): an object's spec and status are not
+    /// sent.
+    pub metadata_only: bool,
 }
 
 impl ListParams {

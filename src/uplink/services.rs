@@ -2,21 +2,19 @@
 //! from the API without watching every Service of the cluster: the master service
 //! (`default/kubernetes`, by name) always, and every Service of each namespace this
 //! node has cluster pods in, only while it has them (the Node authorizer lets a node
-//! list and watch Services). One list + watch per namespace (bookmarks on, resumed
-//! from the last resourceVersion, relisted after any failure), each Service reduced to
+//! list and watch Services). One list + watch per namespace ([`super::list_watch`]:
+//! bookmarks on, resumed from the last resourceVersion, relisted after any failure),
+//! each Service reduced to
 //! its name, cluster IP and ports, the namespace's set copied to the state directory
 //! when it changed, so pods made after a reboot without the uplink get the same
 //! variables.
 
 use super::agent::Uplink;
-use super::backoff;
-use super::lean::LeanValue;
+use super::list_watch::{self, Keep};
 use super::objects_projection::meta_str;
-use super::resume::{watch_timeout, Resume};
 use super::{resource_path, EventType, ListParams};
 use crate::kuberuntime::service_env::{ServiceEntry, ServicePort, MASTER_NAME, MASTER_NAMESPACE};
 use crate::store::kept::Kept;
-use async_io::Timer;
 use serde_json::Value;
 use smol::Task;
 use std::collections::{BTreeMap, BTreeSet};
@@ -128,92 +126,45 @@ async fn run(up: Rc<Uplink>, scope: Scope) {
             .then(|| format!("metadata.name={MASTER_NAME}")),
         ..Default::default()
     };
-    let mut failures = 0u32;
-    let mut resume = Resume::default();
-    loop {
-        let listing = ListParams {
-            resource_version: resume.list_version(),
-            ..params.clone()
-        };
-        let list = match up.client.list::<LeanValue>(&path, &listing).await {
-            Ok(list) => list.0,
-            Err(e) => {
-                resume.failed(&e);
-                failures = failures.saturating_add(1);
-                log::debug!("uplink: listing the Services of {}: {e}", scope.namespace);
-                Timer::after(backoff::delay(failures, backoff::random())).await;
-                continue;
-            }
-        };
-        failures = 0;
-        let mut known: BTreeMap<String, ServiceEntry> = BTreeMap::new();
-        for item in list["items"].as_array().map(Vec::as_slice).unwrap_or(&[]) {
-            if let Some(s) = entry(item) {
-                known.insert(s.name.clone(), s);
-            }
-        }
-        publish(&up, &scope, &known);
-        let mut rv = meta_str(&list, "resourceVersion").to_string();
-        resume.seen(&rv);
-        while let Some(next) =
-            watch(&up, &scope, &path, &params, &rv, &mut known, &mut resume).await
-        {
-            rv = next;
-        }
-        Timer::after(backoff::delay(1, backoff::random())).await;
-    }
+    let mut keep = ScopeKeep {
+        up: up.clone(),
+        scope,
+        known: BTreeMap::new(),
+    };
+    list_watch::run(&up.client, &path, &params, &mut keep).await
 }
 
-/// One watch from `rv`, applying its events to `known`: `Some(rv)` to resume from
-/// when the server ended it, `None` to relist; what it saw goes to `resume`.
-async fn watch(
-    up: &Uplink,
-    scope: &Scope,
-    path: &str,
-    list: &ListParams,
-    rv: &str,
-    known: &mut BTreeMap<String, ServiceEntry>,
-    resume: &mut Resume,
-) -> Option<String> {
-    let params = ListParams {
-        resource_version: Some(rv.to_string()),
-        timeout_seconds: Some(watch_timeout()),
-        allow_watch_bookmarks: true,
-        ..list.clone()
-    };
-    let mut stream = match up.client.watch(path, &params).await {
-        Ok(s) => s,
-        Err(e) => {
-            log::debug!("uplink: watching the Services of {}: {e}", scope.namespace);
-            resume.failed(&e);
-            return None;
-        }
-    };
-    loop {
-        let next = stream.next().await;
-        resume.seen(stream.resource_version().unwrap_or(rv));
-        if let Err(e) = &next {
-            resume.failed(e);
-        }
-        match next {
-            Ok(Some(ev)) => {
-                let name = meta_str(&ev.object, "name").to_string();
-                match ev.kind {
-                    EventType::Added | EventType::Modified => match entry(&ev.object) {
-                        Some(s) => known.insert(name, s),
-                        None => known.remove(&name),
-                    },
-                    EventType::Deleted => known.remove(&name),
-                    EventType::Bookmark => continue,
-                };
-                publish(up, scope, known);
-            }
-            Ok(None) => return Some(stream.resource_version().unwrap_or(rv).to_string()),
-            Err(e) => {
-                log::debug!("uplink: Services of {}: watch ended: {e}", scope.namespace);
-                return None;
-            }
-        }
+/// The Services of one scope, by name, as the list and the watch show them.
+struct ScopeKeep {
+    up: Rc<Uplink>,
+    scope: Scope,
+    known: BTreeMap<String, ServiceEntry>,
+}
+
+impl Keep for ScopeKeep {
+    fn what(&self) -> String {
+        format!("the Services of {}", self.scope.namespace)
+    }
+
+    fn listed(&mut self, items: &[Value]) {
+        self.known = items
+            .iter()
+            .filter_map(entry)
+            .map(|s| (s.name.clone(), s))
+            .collect();
+        publish(&self.up, &self.scope, &self.known);
+    }
+
+    fn event(&mut self, kind: EventType, object: &Value) {
+        let name = meta_str(object, "name").to_string();
+        match kind {
+            EventType::Added | EventType::Modified => match entry(object) {
+                Some(s) => self.known.insert(name, s),
+                None => self.known.remove(&name),
+            },
+            _ => self.known.remove(&name),
+        };
+        publish(&self.up, &self.scope, &self.known);
     }
 }
 

@@ -11,6 +11,7 @@ use std::rc::Rc;
 pub fn start(uplink: &Rc<Uplink>, bound: Rc<Bound>) {
     // Each piece of the uplink adds its task here.
     crate::rt::spawn(super::node::run(uplink.clone())).detach();
+    crate::rt::spawn(super::node::watch::run(uplink.clone())).detach();
     crate::rt::spawn(super::events_post::run(uplink.clone())).detach();
     start_pods(uplink, bound);
 }

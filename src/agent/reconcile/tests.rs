@@ -60,6 +60,17 @@ fn run(
     refused: &[Pod],
     c: &Config,
 ) -> Vec<Action> {
+    run_adopting(desired, workers, refused, &[], c)
+}
+
+/// [`run`], with the uids the runtime ran when the agent started (`adopted`).
+fn run_adopting(
+    desired: Vec<Pod>,
+    workers: &[(&Pod, bool, bool)],
+    refused: &[Pod],
+    adopted: &[&str],
+    c: &Config,
+) -> Vec<Action> {
     let labels = BTreeMap::new();
     let node = NodeView {
         name: "gw1",
@@ -84,9 +95,11 @@ fn run(
         .iter()
         .map(|p| (p.metadata.uid.clone(), Rc::new(p.clone())))
         .collect();
+    let adopted: BTreeSet<String> = adopted.iter().map(|u| u.to_string()).collect();
     let now = Now {
         workers: &workers,
         refused: &refused,
+        adopted: &adopted,
         node: &node,
         cfg: c,
     };
@@ -265,4 +278,28 @@ fn removed_and_terminating_pods() {
         &cfg(10),
     );
     assert_eq!(actions, []);
+}
+
+#[test]
+fn a_pod_running_before_a_restart_keeps_running_when_only_its_placement_fails() {
+    let c = cfg(10);
+    let mut p = pod("a", 1, 100);
+    p.spec.node_selector = [("site".to_string(), "hall-3".to_string())].into();
+    // A new pod, or one the runtime did not run at the agent's start: refused.
+    let a = run(vec![p.clone()], &[], &[], &c);
+    assert_eq!(refusal(&a), ("NodeAffinity", false));
+    let a = run_adopting(vec![p.clone()], &[], &[], &["b"], &c);
+    assert_eq!(refusal(&a), ("NodeAffinity", false));
+    // Running at the start: kept, and counted for the pods after it.
+    let q = pod("q", 2, 950);
+    let a = run_adopting(vec![p.clone(), q.clone()], &[], &[], &["a"], &c);
+    assert_eq!(a[0], Action::Adopt(p.clone()));
+    assert!(
+        matches!(&a[1], Action::Refuse { refusal, .. } if refusal.reason == "OutOfcpu"),
+        "{a:?}"
+    );
+    // Every other check still holds for it.
+    let bad = privileged(p.clone());
+    let a = run_adopting(vec![bad], &[], &[], &["a"], &c);
+    assert_eq!(refusal(&a), ("PodSecurity", false));
 }

@@ -7,13 +7,13 @@
 use super::{NodeView, Refusal};
 use crate::model::Pod;
 
+/// The reason of a refusal for the node's labels (selector, required affinity).
+pub const REASON: &str = "NodeAffinity";
+
 /// Checks the pod's placement against the node.
 pub fn check(pod: &Pod, from_cluster: bool, node: &NodeView<'_>) -> Result<(), Refusal> {
     if !matches_node(pod, node) {
-        return Err(Refusal::new(
-            "NodeAffinity",
-            "Predicate NodeAffinity failed",
-        ));
+        return Err(Refusal::new(REASON, "Predicate NodeAffinity failed"));
     }
     let name = &pod.spec.node_name;
     if from_cluster && !name.is_empty() && name != node.name {
