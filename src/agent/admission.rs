@@ -105,3 +105,17 @@ pub fn refused(ctx: &Context, pod: &Pod, r: &Refusal) {
         r.message.clone()
     });
 }
+
+/// What a refusal of a part added to a running pod leaves ([`Action::UpdateWithout`]):
+/// a warning and an Event; the pod runs on, its status untouched.
+pub fn not_run(ctx: &Context, pod: &Pod, r: &Refusal) {
+    let (ns, name) = (&pod.metadata.namespace, &pod.metadata.name);
+    log::warn!(
+        "pod {ns}/{name}: not run: {}: {}; the pod keeps running",
+        r.reason,
+        r.message
+    );
+    ctx.event(pod, "", true, EventReason::Refused(r.reason), || {
+        format!("{}; the pod keeps running without it", r.message)
+    });
+}

@@ -71,6 +71,16 @@ pub enum Action {
     /// Its worker takes the pod: a spec change that was admitted, or a change of
     /// metadata alone.
     Update(Pod),
+    /// Its worker takes the pod, but the node runs no part of what was added: ephemeral
+    /// containers (`kubectl debug` adds them to a running pod through the API; the API
+    /// server refuses them at creation). The pod keeps running what it ran; the
+    /// refusal is said in an Event, not a `Failed` status.
+    UpdateWithout {
+        /// The pod, ephemeral containers and all.
+        pod: Pod,
+        /// What is not run, and why.
+        refusal: Refusal,
+    },
     /// The node does not run this spec. `stop`: a worker runs an earlier spec of the
     /// pod and stops it; otherwise nothing of it exists.
     Refuse {
@@ -108,6 +118,7 @@ pub fn plan(mut desired: Vec<Pod>, now: &Now<'_>) -> Vec<Action> {
             Step::Start => Action::Start(pod),
             Step::Adopt => Action::Adopt(pod),
             Step::Update => Action::Update(pod),
+            Step::UpdateWithout(refusal) => Action::UpdateWithout { pod, refusal },
             Step::Terminate => Action::Terminate(pod),
             Step::Refuse(refusal, stop) => Action::Refuse { pod, refusal, stop },
         });
@@ -121,6 +132,7 @@ enum Step {
     Start,
     Adopt,
     Update,
+    UpdateWithout(Refusal),
     Terminate,
     Refuse(Refusal, bool),
 }
@@ -139,7 +151,11 @@ fn decide<'a>(desired: &'a [Pod], now: &Now<'a>) -> Vec<(usize, Step)> {
         let uid = pod.metadata.uid.as_str();
         let worker = now.workers.iter().find(|w| w.pod.metadata.uid == uid);
         let step = step_of(pod, worker, &counted, now);
-        if matches!(step, Some(Step::Start | Step::Adopt | Step::Update)) {
+        let runs = matches!(
+            step,
+            Some(Step::Start | Step::Adopt | Step::Update | Step::UpdateWithout(_))
+        );
+        if runs {
             counted.retain(|p| p.metadata.uid != uid);
             if pod.finished().is_none() {
                 counted.push(pod);
@@ -169,7 +185,7 @@ fn step_of(
         // Stopping (its uid waits until the worker is done), or unchanged.
         Some(w) if w.deleting || *w.pod == *pod => None,
         Some(w) if same_admission(w.pod, pod) || pod.finished().is_some() => Some(Step::Update),
-        Some(_) => Some(judge(pod, counted, now, Step::Update, true)),
+        Some(w) => Some(judge_change(w.pod, pod, counted, now)),
         None if now
             .refused
             .get(&pod.metadata.uid)
@@ -198,6 +214,30 @@ fn judge(pod: &Pod, counted: &[&Pod], now: &Now<'_>, ok: Step, stop: bool) -> St
             Step::Adopt
         }
         Err(r) => Step::Refuse(r, stop),
+    }
+}
+
+/// Judges a changed spec of a pod a worker runs (`old`). Ephemeral containers are left
+/// out of the judgement: the node never runs them, so they neither stop a pod nor let a
+/// change past admission; when the change adds some, the step says so.
+fn judge_change(old: &Pod, new: &Pod, counted: &[&Pod], now: &Now<'_>) -> Step {
+    let added = new.spec.ephemeral_containers != old.spec.ephemeral_containers
+        && !new.spec.ephemeral_containers.is_empty();
+    let mut judged = new.clone();
+    judged.spec.ephemeral_containers.clear();
+    let mut before = old.clone();
+    before.spec.ephemeral_containers.clear();
+    let ok = if same_admission(&before, &judged) {
+        Step::Update
+    } else {
+        match judge(&judged, counted, now, Step::Update, true) {
+            Step::Update => Step::Update,
+            refused => return refused,
+        }
+    };
+    match admit::unsupported::ephemeral(new) {
+        Some(r) if added => Step::UpdateWithout(r),
+        _ => ok,
     }
 }
 

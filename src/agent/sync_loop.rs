@@ -310,6 +310,10 @@ impl SyncLoop {
                     self.start(pod)
                 }
                 Action::Update(pod) => self.update(pod),
+                Action::UpdateWithout { pod, refusal } => {
+                    admission::not_run(&self.ctx, &pod, &refusal);
+                    self.update(pod)
+                }
                 Action::Refuse { pod, refusal, stop } => self.refuse(pod, &refusal, stop),
                 Action::Delete(uid) => self.delete(&uid),
                 Action::Terminate(pod) => self.terminating(pod),

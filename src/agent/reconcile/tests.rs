@@ -303,3 +303,41 @@ fn a_pod_running_before_a_restart_keeps_running_when_only_its_placement_fails() 
     let a = run_adopting(vec![bad], &[], &[], &["a"], &c);
     assert_eq!(refusal(&a), ("PodSecurity", false));
 }
+
+/// `p` with one ephemeral container, as `kubectl debug` adds it.
+fn debugged(mut p: Pod) -> Pod {
+    p.spec.ephemeral_containers = vec![serde_json::json!({"name": "debugger", "image": "busybox"})];
+    p
+}
+
+#[test]
+fn ephemeral_containers_added_to_a_running_pod_leave_it_running() {
+    let c = cfg(10);
+    let p = pod("a", 1, 100);
+    // New with them: refused, as the API server refuses them at creation.
+    let a = run(vec![debugged(p.clone())], &[], &[], &c);
+    assert_eq!(refusal(&a), ("UnsupportedPodSpec", false));
+    // Added to the running pod: it keeps running, the refusal said in an Event.
+    let a = run(vec![debugged(p.clone())], &[(&p, false, false)], &[], &c);
+    match &a[..] {
+        [Action::UpdateWithout { pod, refusal }] => {
+            assert_eq!(*pod, debugged(p.clone()));
+            assert_eq!(refusal.reason, "UnsupportedPodSpec");
+            assert!(
+                refusal.message.contains("spec.ephemeralContainers"),
+                "{refusal:?}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    // Later changes are judged without them: an admitted one runs, a refused one stops
+    // the pod for what it is, not for the ephemeral containers.
+    let running = debugged(p.clone());
+    let mut newer = debugged(p.clone());
+    newer.spec.containers[0].image = "busybox:2".into();
+    let a = run(vec![newer.clone()], &[(&running, false, false)], &[], &c);
+    assert_eq!(a, vec![Action::Update(newer)]);
+    let bad = debugged(privileged(p.clone()));
+    let a = run(vec![bad], &[(&running, false, false)], &[], &c);
+    assert_eq!(refusal(&a), ("PodSecurity", true));
+}

@@ -169,7 +169,10 @@ fn readiness_gates(pod: &Pod) -> Option<Refusal> {
     )
 }
 
-fn ephemeral(pod: &Pod) -> Option<Refusal> {
+/// The refusal of a pod's ephemeral containers, if it has any: a new pod with them is
+/// refused; one added to a running pod leaves it running without them
+/// ([`crate::agent::reconcile`]).
+pub fn ephemeral(pod: &Pod) -> Option<Refusal> {
     if pod.spec.ephemeral_containers.is_empty() {
         return None;
     }
