@@ -33,7 +33,7 @@ pub struct HostFacts {
 impl HostFacts {
     /// Detects the facts, using `cfg` where it names them. Fails only on a `nodeIP`
     /// that no interface of this machine has (kubelet's rule), naming it.
-    pub fn detect(cfg: &Config) -> Result<HostFacts, String> {
+    pub fn detect(cfg: &Config) -> Result<HostFacts, NodeIpError> {
         // The API's spelling (lowercase, `apiServer.nodeName` first): pods see it as
         // `spec.nodeName`, the cluster as the Node's name.
         let node_name = cfg.effective_node_name();
@@ -109,11 +109,11 @@ fn host_ipv4(fib_trie: &str, gateway: Option<std::net::Ipv4Addr>) -> Option<Stri
 /// The configured `nodeIP`, in its canonical spelling, when it is usable: not
 /// loopback, link-local, multicast or unspecified (kubelet refuses those), and an
 /// address of one of this machine's interfaces (`fib_trie`: IPv4, `if_inet6`: IPv6).
-fn check_node_ip(node_ip: &str, fib_trie: &str, if_inet6: &str) -> Result<String, String> {
+fn check_node_ip(node_ip: &str, fib_trie: &str, if_inet6: &str) -> Result<String, NodeIpError> {
     use std::net::IpAddr;
     let ip: IpAddr = node_ip
         .parse()
-        .map_err(|_| format!("nodeIP {node_ip:?} is not an IP address"))?;
+        .map_err(|_| NodeIpError::NotAnAddress(node_ip.to_string()))?;
     let unusable = match ip {
         IpAddr::V4(a) => a.is_loopback() || a.is_link_local() || a.is_multicast(),
         IpAddr::V6(a) => {
@@ -121,22 +121,47 @@ fn check_node_ip(node_ip: &str, fib_trie: &str, if_inet6: &str) -> Result<String
         }
     } || ip.is_unspecified();
     if unusable {
-        return Err(format!(
-            "nodeIP {ip}: a loopback, link-local, multicast or unspecified address cannot be \
-             the node's address"
-        ));
+        return Err(NodeIpError::Unusable(ip));
     }
     let local = match ip {
         IpAddr::V4(a) => local_ipv4(fib_trie).contains(&a),
         IpAddr::V6(a) => local_ipv6(if_inet6).contains(&a),
     };
     if !local {
-        return Err(format!(
-            "nodeIP {ip}: no interface of this machine has this address (see `ip addr`)"
-        ));
+        return Err(NodeIpError::NotLocal(ip));
     }
     Ok(ip.to_string())
 }
+
+/// Why the config's `nodeIP` cannot be the node's address.
+#[derive(Debug)]
+pub enum NodeIpError {
+    /// Not an IP address at all (as written).
+    NotAnAddress(String),
+    /// Loopback, link-local, multicast or unspecified: kubelet refuses those.
+    Unusable(std::net::IpAddr),
+    /// No interface of this machine has it.
+    NotLocal(std::net::IpAddr),
+}
+
+impl std::fmt::Display for NodeIpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NodeIpError::NotAnAddress(s) => write!(f, "nodeIP {s:?} is not an IP address"),
+            NodeIpError::Unusable(ip) => write!(
+                f,
+                "nodeIP {ip}: a loopback, link-local, multicast or unspecified address cannot \
+                 be the node's address"
+            ),
+            NodeIpError::NotLocal(ip) => write!(
+                f,
+                "nodeIP {ip}: no interface of this machine has this address (see `ip addr`)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for NodeIpError {}
 
 /// Every local IPv4 address in /proc/net/fib_trie (an address line followed by
 /// `/32 host LOCAL`).
@@ -181,7 +206,9 @@ mod tests {
             check_node_ip("2001:db8::1", fib, v6).unwrap(),
             "2001:db8::1"
         );
-        let e = check_node_ip("198.51.100.7", fib, v6).unwrap_err();
+        let e = check_node_ip("198.51.100.7", fib, v6)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("no interface of this machine has this address"),
             "{e}"
@@ -193,7 +220,7 @@ mod tests {
             "224.0.0.1",
             "169.254.1.1",
         ] {
-            let e = check_node_ip(bad, fib, v6).unwrap_err();
+            let e = check_node_ip(bad, fib, v6).unwrap_err().to_string();
             assert!(e.contains("cannot be the node's address"), "{bad}: {e}");
         }
         assert!(check_node_ip("gw1", fib, v6).is_err());

@@ -53,7 +53,7 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
     }
     let cri = CriClient::from_config(&cfg)
         .map_err(|e| CliError::usage(format!("runtimeEndpoint: {e}")))?;
-    let host = HostFacts::detect(&cfg).map_err(CliError::failed)?;
+    let host = HostFacts::detect(&cfg).map_err(|e| CliError::failed(e.to_string()))?;
     log::info!(
         "tinylet {} starting: node {}, host IP {}, runtime {}, state {}",
         env!("CARGO_PKG_VERSION"),
@@ -72,7 +72,8 @@ pub fn run(words: &[String]) -> Result<(), CliError> {
         Ok(Some(warning)) => log::warn!("{warning}"),
         Err(e) => return Err(CliError::failed(e.to_string())),
     }
-    let cgroups = crate::node::PodCgroups::setup(&cfg, &host.capacity).map_err(CliError::failed)?;
+    let cgroups = crate::node::PodCgroups::setup(&cfg, &host.capacity)
+        .map_err(|e| CliError::failed(e.to_string()))?;
     let events = events_recorder(&cfg);
     let node_labels = kept_node_labels(&cfg, &store, &host.node_name);
     let ctx = Rc::new(Context {

@@ -56,7 +56,7 @@ impl PodCgroups {
     /// `pods`) and the QoS tiers. `Ok(None)`, after a warning naming what is missing,
     /// when this machine cannot: pods then run in the runtime's default cgroup. An
     /// error when another live agent holds the parent.
-    pub fn setup(cfg: &Config, capacity: &NodeResources) -> Result<Option<PodCgroups>, String> {
+    pub fn setup(cfg: &Config, capacity: &NodeResources) -> Result<Option<PodCgroups>, LockError> {
         if !cfg.cgroups_per_qos {
             log::info!("cgroupsPerQOS is off: pods run in the runtime's default cgroup");
             return Ok(None);
@@ -139,7 +139,7 @@ impl PodCgroups {
     /// Takes the flock on the pods' parent cgroup directory; an error naming the holder
     /// when another process has it. A lock that cannot be taken for another reason is
     /// logged, and the agent runs unguarded rather than not at all.
-    fn lock_parent(&self) -> Result<Option<std::fs::File>, String> {
+    fn lock_parent(&self) -> Result<Option<std::fs::File>, LockError> {
         use rustix::fs::{flock, FlockOperation};
         let rel = self.rel(&self.pods);
         let Some(dir) = CONTROLLERS
@@ -149,8 +149,7 @@ impl PodCgroups {
         else {
             return Ok(None);
         };
-        let file = std::fs::File::open(&dir)
-            .map_err(|e| format!("the pods' cgroup {}: {e}", dir.display()))?;
+        let file = std::fs::File::open(&dir).map_err(|e| LockError::Open(dir.clone(), e))?;
         match flock(&file, FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => Ok(Some(file)),
             Err(rustix::io::Errno::WOULDBLOCK) => {
@@ -158,11 +157,7 @@ impl PodCgroups {
                     || "another process".into(),
                     |(pid, comm)| format!("pid {pid} ({comm})"),
                 );
-                Err(format!(
-                    "the pods' cgroup {rel} ({}) is held by another agent, {holder}: give this \
-                     agent a cgroupRoot or podsCgroupName of its own",
-                    dir.display()
-                ))
+                Err(LockError::Held { rel, dir, holder })
             }
             Err(e) => {
                 log::warn!(
@@ -354,3 +349,35 @@ impl PodCgroups {
         self.hierarchy.dir(controller, &self.rel(&self.pods))
     }
 }
+
+/// Why the pods' parent cgroup cannot be this agent's.
+#[derive(Debug)]
+pub enum LockError {
+    /// Its directory cannot be opened to lock.
+    Open(std::path::PathBuf, std::io::Error),
+    /// Another live agent holds it.
+    Held {
+        /// The cgroup's name under the hierarchy.
+        rel: String,
+        /// Its directory.
+        dir: std::path::PathBuf,
+        /// Who holds it (`pid N (comm)`, or "another process").
+        holder: String,
+    },
+}
+
+impl std::fmt::Display for LockError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LockError::Open(dir, e) => write!(f, "the pods' cgroup {}: {e}", dir.display()),
+            LockError::Held { rel, dir, holder } => write!(
+                f,
+                "the pods' cgroup {rel} ({}) is held by another agent, {holder}: give this \
+                 agent a cgroupRoot or podsCgroupName of its own",
+                dir.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for LockError {}
