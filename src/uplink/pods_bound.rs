@@ -15,14 +15,9 @@ use serde_json::Value;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 
-/// Why a bound pod is not run, and what the API is to show for it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
-    /// The pod's `status.reason`.
-    pub reason: &'static str,
-    /// The pod's `status.message`.
-    pub message: String,
-}
+/// Why a bound pod is not run, and what the API is to show for it: admission's one
+/// refusal type (the uplink's own refusals, a name a local pod has, are of its shape).
+pub use crate::node::admit::Refusal;
 
 /// One bound pod.
 #[derive(Debug, Clone, Default)]
