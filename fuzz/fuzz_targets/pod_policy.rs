@@ -23,21 +23,7 @@ use tinylet::model::{parse_object, Object, Pod};
 use tinylet::node::admit::{policy, sysctls, volume_claims};
 
 /// The capabilities baseline lets a container add (Pod Security Standards).
-const BASELINE_CAPS: [&str; 13] = [
-    "AUDIT_WRITE",
-    "CHOWN",
-    "DAC_OVERRIDE",
-    "FOWNER",
-    "FSETID",
-    "KILL",
-    "MKNOD",
-    "NET_BIND_SERVICE",
-    "SETFCAP",
-    "SETGID",
-    "SETPCAP",
-    "SETUID",
-    "SYS_CHROOT",
-];
+const BASELINE_CAPS: [&str; 13] = policy::BASELINE_CAPABILITIES;
 
 /// The config two bytes choose, and whether the pod is the cluster's. Byte 0: bit 0 the
 /// cluster's, 1 restricted (else baseline), 2 seccompDefault, 3 allowHostPaths, 4
@@ -118,7 +104,7 @@ fuzz_target!(|data: &[u8]| {
 /// within the source's allowance.
 fn sandbox_holds(pod: &Pod, cfg: &Config, allowed_sysctls: &[String]) {
     let dns = tinylet::kuberuntime::dns::ResolvConf::default();
-    let sb = tinylet::kuberuntime::sandbox::sandbox_config(pod, 0, Path::new("/l"), &dns);
+    let sb = tinylet::kuberuntime::sandbox::sandbox_config(pod, 0, Path::new("/l"), &dns, "/var/lib/tinylet");
     let linux = sb.linux.expect("a linux config");
     let sc = linux.security_context.expect("a security context");
     assert!(!sc.privileged, "privileged sandbox accepted");

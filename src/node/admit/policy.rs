@@ -24,8 +24,8 @@ use crate::config::Config;
 use crate::model::container::{ProfileType, SecurityContext, SecurityProfile};
 use crate::model::Pod;
 
-/// The capabilities baseline lets a container add.
-const BASELINE_CAPABILITIES: [&str; 13] = [
+/// The capabilities baseline lets a container add (the Pod Security Standards' list).
+pub const BASELINE_CAPABILITIES: [&str; 13] = [
     "AUDIT_WRITE",
     "CHOWN",
     "DAC_OVERRIDE",
