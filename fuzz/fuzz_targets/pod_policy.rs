@@ -104,7 +104,13 @@ fuzz_target!(|data: &[u8]| {
 /// within the source's allowance.
 fn sandbox_holds(pod: &Pod, cfg: &Config, allowed_sysctls: &[String]) {
     let dns = tinylet::kuberuntime::dns::ResolvConf::default();
-    let sb = tinylet::kuberuntime::sandbox::sandbox_config(pod, 0, Path::new("/l"), &dns, "/var/lib/tinylet");
+    let sb = tinylet::kuberuntime::sandbox::sandbox_config(
+        pod,
+        0,
+        Path::new("/l"),
+        &dns,
+        "/var/lib/tinylet",
+    );
     let linux = sb.linux.expect("a linux config");
     let sc = linux.security_context.expect("a security context");
     assert!(!sc.privileged, "privileged sandbox accepted");
@@ -163,7 +169,11 @@ fn container_holds(
         );
     }
     let apparmor = sc.apparmor.as_ref().map(|p| p.profile_type);
-    assert_ne!(apparmor, Some(unconfined), "{name}: Unconfined AppArmor accepted");
+    assert_ne!(
+        apparmor,
+        Some(unconfined),
+        "{name}: Unconfined AppArmor accepted"
+    );
     assert_eq!(sc.masked_paths, MASKED_PATHS, "{name}: /proc unmasked");
     assert_eq!(sc.readonly_paths, READONLY_PATHS, "{name}: /proc writable");
     if restricted {
@@ -173,16 +183,27 @@ fn container_holds(
         assert_ne!(sc.run_as_user.map(|u| u.value), Some(0), "{name}: root");
     }
     let probes = [&c.liveness_probe, &c.readiness_probe, &c.startup_probe];
-    let hooks = c.lifecycle.iter().flat_map(|l| [&l.post_start, &l.pre_stop]);
-    let probe_hosts = probes
-        .into_iter()
-        .flatten()
-        .flat_map(|p| [p.http_get.as_ref().map(|h| &h.host), p.tcp_socket.as_ref().map(|t| &t.host)]);
-    let hook_hosts = hooks
-        .flatten()
-        .flat_map(|h| [h.http_get.as_ref().map(|g| &g.host), h.tcp_socket.as_ref().map(|t| &t.host)]);
+    let hooks = c
+        .lifecycle
+        .iter()
+        .flat_map(|l| [&l.post_start, &l.pre_stop]);
+    let probe_hosts = probes.into_iter().flatten().flat_map(|p| {
+        [
+            p.http_get.as_ref().map(|h| &h.host),
+            p.tcp_socket.as_ref().map(|t| &t.host),
+        ]
+    });
+    let hook_hosts = hooks.flatten().flat_map(|h| {
+        [
+            h.http_get.as_ref().map(|g| &g.host),
+            h.tcp_socket.as_ref().map(|t| &t.host),
+        ]
+    });
     for host in probe_hosts.chain(hook_hosts).flatten() {
-        assert!(host.is_empty(), "{name}: a probe or hook aimed at {host:?} accepted");
+        assert!(
+            host.is_empty(),
+            "{name}: a probe or hook aimed at {host:?} accepted"
+        );
     }
 }
 
@@ -203,7 +224,9 @@ fn volumes_hold(pod: &Pod, cfg: &Config, from_cluster: bool) {
                 .annotations
                 .insert(tinylet::model::pod::CONFIG_SOURCE.into(), "api".into());
         } else {
-            p.metadata.annotations.remove(tinylet::model::pod::CONFIG_SOURCE);
+            p.metadata
+                .annotations
+                .remove(tinylet::model::pod::CONFIG_SOURCE);
         }
         let bound = BoundVolume {
             volume_name: "pv".into(),
@@ -212,6 +235,10 @@ fn volumes_hold(pod: &Pod, cfg: &Config, from_cluster: bool) {
         };
         let labels = Default::default();
         let judged = volume_claims::check(&p, &claim.claim_name, &bound, cfg, "n", &labels);
-        assert!(judged.is_err(), "claim {:?} to a host directory accepted", claim.claim_name);
+        assert!(
+            judged.is_err(),
+            "claim {:?} to a host directory accepted",
+            claim.claim_name
+        );
     }
 }
