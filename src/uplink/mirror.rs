@@ -164,7 +164,10 @@ pub(super) async fn sync(up: &Uplink, bound: &Bound, m: &mut Mirrors, name: &Pod
         let store = up.ctx.store.borrow();
         match store.local_pod_digests() {
             Some(d) => d.get(name).copied(),
-            None => return Outcome::Done,
+            // The agent has not read its local pods yet (its sync loop first asks the
+            // runtime what runs): this name again once it has, or a mirror whose local
+            // pod is gone would never be looked at again after the first list.
+            None => return Outcome::Later,
         }
     };
     if bound.lists() == 0 {
