@@ -6,9 +6,9 @@
 //! Failed lists wait the uplink's back-off (or what the keeper says); nothing here
 //! ever gives up.
 //!
-//! The Node's watch ([`super::node::watch`]), the Services' ([`super::services`]) and
-//! the referenced configMaps' and secrets' ([`super::objects_watch`]) run on it; the
-//! pod source ([`super::pods`]) still has its own copy of the same steps.
+//! The Node's watch ([`super::node::watch`]), the Services' ([`super::services`]), the
+//! referenced configMaps' and secrets' ([`super::objects_watch`]) and the pods bound to
+//! the node ([`super::pods`]) run on it.
 
 use super::backoff;
 use super::lean::LeanValue;
@@ -17,6 +17,8 @@ use super::resume::{watch_timeout, Resume};
 use super::{ApiClient, ApiError, EventType, ListParams};
 use async_io::Timer;
 use serde_json::Value;
+use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 
 /// What a loop does with what it sees.
@@ -30,12 +32,39 @@ pub trait Keep {
     /// One change seen by the watch (bookmarks are not passed on).
     fn event(&mut self, kind: EventType, object: &Value);
 
-    /// How long to wait after the `failures`th failed list in a row (logged at debug:
-    /// the connection says when the uplink is away).
-    fn list_failed(&mut self, e: &ApiError, failures: u32) -> Duration {
-        log::debug!("uplink: listing {}: {e}", self.what());
-        backoff::delay(failures, backoff::random())
+    /// A list or an open watch failed; for a list, how long to wait before the next
+    /// one (a failed watch is relisted after a short wait of the loop's own).
+    fn failed(&mut self, e: &ApiError, what: Failed) -> Duration {
+        quietly(&self.what(), e, what)
     }
+
+    /// Something the keeper waits for, and does, while a watch is open (the pod
+    /// source: the node's admission verdicts); the watch goes on after it. `None`
+    /// (nothing) by default.
+    fn nudge(&mut self) -> Option<Pin<Box<dyn Future<Output = ()> + '_>>> {
+        None
+    }
+}
+
+/// What failed.
+#[derive(Debug, Clone, Copy)]
+pub enum Failed {
+    /// A list, the `n`th in a row.
+    List(u32),
+    /// An open watch (410 Gone, an ERROR event, a broken connection): a relist follows.
+    Watch,
+}
+
+/// What [`Keep::failed`] does unless a keeper says otherwise: logged at debug (the
+/// connection says when the uplink is away); a failed list waits the uplink's back-off.
+pub fn quietly(what: &str, e: &ApiError, failed: Failed) -> Duration {
+    // One log call for both: each call site costs the binary its own statics.
+    let (did, wait) = match failed {
+        Failed::List(n) => (("listing ", ""), backoff::delay(n, backoff::random())),
+        Failed::Watch => (("watch of ", " ended"), Duration::ZERO),
+    };
+    log::debug!("uplink: {}{what}{}: {e}", did.0, did.1);
+    wait
 }
 
 /// Follows `path` (with `params`' selectors) into `keep`, forever. One copy of the
@@ -53,7 +82,7 @@ pub async fn run(client: &ApiClient, path: &str, params: &ListParams, keep: &mut
             Err(e) => {
                 resume.failed(&e);
                 failures = failures.saturating_add(1);
-                Timer::after(keep.list_failed(&e, failures)).await;
+                Timer::after(keep.failed(&e, Failed::List(failures))).await;
                 continue;
             }
         };
@@ -93,13 +122,23 @@ impl Follow<'_> {
         let mut stream = match self.client.watch(self.path, &params).await {
             Ok(s) => s,
             Err(e) => {
-                log::debug!("uplink: watching {}: {e}", keep.what());
+                quietly(&keep.what(), &e, Failed::Watch);
                 resume.failed(&e);
                 return None;
             }
         };
         loop {
-            let next = stream.next().await;
+            let next = smol::future::or(async { Some(stream.next().await) }, async {
+                match keep.nudge() {
+                    Some(nudge) => nudge.await,
+                    None => std::future::pending().await,
+                }
+                None
+            })
+            .await;
+            let Some(next) = next else {
+                continue;
+            };
             resume.seen(stream.resource_version().unwrap_or(rv));
             match next {
                 Ok(Some(ev)) if ev.kind == EventType::Bookmark => {}
@@ -107,7 +146,7 @@ impl Follow<'_> {
                 Ok(None) => return Some(stream.resource_version().unwrap_or(rv).to_string()),
                 Err(e) => {
                     resume.failed(&e);
-                    log::debug!("uplink: watch of {} ended: {e}", keep.what());
+                    keep.failed(&e, Failed::Watch);
                     return None;
                 }
             }

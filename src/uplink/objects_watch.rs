@@ -17,7 +17,7 @@
 
 use super::agent::Uplink;
 use super::backoff;
-use super::list_watch::{self, Keep};
+use super::list_watch::{self, Failed, Keep};
 use super::objects_projection::{meta_str, project, to_bytes};
 use super::{resource_path, ApiError, EventType, ListParams};
 use crate::model::parse_object;
@@ -90,8 +90,11 @@ impl Keep for ObjectKeep {
         }
     }
 
-    fn list_failed(&mut self, e: &ApiError, _failures: u32) -> Duration {
-        self.retry.failed(&self.r, e)
+    fn failed(&mut self, e: &ApiError, what: Failed) -> Duration {
+        match what {
+            Failed::List(_) => self.retry.failed(&self.r, e),
+            Failed::Watch => list_watch::quietly(&self.what(), e, what),
+        }
     }
 }
 
