@@ -81,7 +81,7 @@ pub fn sandbox_hash(pod: &Pod) -> String {
         security_context: s.security_context.as_ref(),
         host_ports,
         share_process_namespace: s.share_process_namespace,
-        runtime_handler: super::sandbox::runtime_handler(pod),
+        runtime_handler: super::runtime_handler::runtime_handler(pod),
     })
 }
 

@@ -11,6 +11,7 @@ mod inotify_changes;
 pub mod labels;
 pub mod non_root;
 pub mod observed;
+pub mod runtime_handler;
 pub mod sandbox;
 pub mod security;
 pub mod service_env;

@@ -34,17 +34,6 @@ pub fn hostname(pod: &Pod) -> String {
     h
 }
 
-/// The CRI runtime handler of the pod's sandbox: a local pod's `runtimeClassName`
-/// names it (a device has no RuntimeClass objects; admission refuses it on a cluster
-/// pod); "" is the runtime's default. A handler the runtime lacks fails the sandbox,
-/// which the pod's status says; it never runs under the default instead.
-pub fn runtime_handler(pod: &Pod) -> &str {
-    match pod.source() {
-        crate::model::pod::Source::File => &pod.spec.runtime_class_name,
-        crate::model::pod::Source::Api => "",
-    }
-}
-
 /// Labels every CRI object of the pod carries: the pod's own plus its identity.
 pub fn pod_labels(pod: &Pod) -> BTreeMap<String, String> {
     let m = &pod.metadata;

@@ -4,7 +4,8 @@
 
 use super::*;
 use crate::cri::pb;
-use crate::kuberuntime::sandbox::{namespace_options, runtime_handler};
+use crate::kuberuntime::runtime_handler::runtime_handler;
+use crate::kuberuntime::sandbox::namespace_options;
 use crate::kuberuntime::volumes::propagation;
 use serde_json::{json, Value};
 
